@@ -1,0 +1,5 @@
+"""``python -m promptlint`` runs the command line."""
+
+from promptlint.cli import main
+
+main()

@@ -1,0 +1,101 @@
+"""The linter's small typed core: every other module passes these frozen dataclasses around.
+
+Positions are 1-based lines and 1-based character columns (not bytes), end exclusive,
+the convention of ruff's JSON and of SARIF.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Severity = Literal["error", "warning"]
+
+#: Taint labels (Semgrep-style). ``volatile`` values differ between requests, sessions or
+#: machines; ``unordered`` values have an iteration order that is not fixed. ``sorted()``
+#: and ``json.dumps(sort_keys=True)`` clean ``unordered`` only.
+Label = Literal["volatile", "unordered"]
+
+
+@dataclass(frozen=True)
+class TraceStep:
+    """One hop of a flow from source to sink."""
+
+    path: str
+    line: int
+    column: int
+    note: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A mechanical edit that keeps behaviour.
+
+    ``kind`` is ``wrap-sorted`` (wrap the expression at the range in ``sorted(...)``) or
+    ``add-sort-keys`` (add ``sort_keys=True`` to the ``json.dumps`` call at the range).
+    """
+
+    kind: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    safe: bool = True
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """A finding: a code, a message, a precise range and the trace from source to sink."""
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    code: str
+    name: str
+    message: str
+    severity: Severity = "error"
+    trace: tuple[TraceStep, ...] = ()
+    fix: Fix | None = None
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.line, self.column, self.code, self.message)
+
+
+@dataclass(frozen=True)
+class RuleDoc:
+    """The documentation and examples of one rule code (loaded from rules/codes.yaml)."""
+
+    code: str
+    name: str
+    family: str
+    summary: str
+    severity: Severity
+    what: str
+    why: str
+    example: str
+    use_instead: str
+    fix_safety: str = "Not auto-fixable."
+    # Extra examples that are run as tests but not printed: (code, expected codes).
+    valid: tuple[str, ...] = ()
+    invalid: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved configuration for one lint run ([tool.promptlint] plus command line)."""
+
+    root: str = "."
+    select: tuple[str, ...] = ("PC",)
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    rule_files: tuple[str, ...] = ()
+    memory_files: tuple[str, ...] = ()
+    src: tuple[str, ...] = ()
+    max_file_bytes: int = 2_000_000
+    config_path: str | None = None
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
