@@ -128,3 +128,339 @@ def fingerprint_files(paths: list[Path]) -> str:
         digest.update(str(path).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------------------
+# Sources, sinks, sanitizers (rules/sources.yaml, sinks.yaml, sanitizers.yaml + user files)
+
+LABELS = ("volatile", "unordered")
+ARG_KINDS = (
+    "value", "anthropic-system", "anthropic-messages", "chat-messages", "role-tuples",
+    "dict-keys", "callable", "cache-key",
+)
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """One family of sources: how to recognise it and the code it reports under."""
+
+    id: str
+    code: str
+    label: str
+    note: str
+    calls: tuple[str, ...] = ()
+    attributes: tuple[str, ...] = ()
+    methods: tuple[str, ...] = ()
+    params: tuple[str, ...] = ()
+    strings: tuple[str, ...] = ()
+    max_args: int | None = None
+    sortable: bool = False
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """Where a sink call carries a stable layer and how to read it."""
+
+    kind: str
+    layer: str
+    keyword: str | None = None
+    position: int | None = None
+    keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A constraint on one keyword of a call (see the `checks` section of sinks.yaml)."""
+
+    keyword: str
+    op: str
+    value: object
+
+
+@dataclass(frozen=True)
+class SinkSpec:
+    """A call that writes stable layers."""
+
+    id: str
+    layer: str
+    callees: tuple[str, ...]
+    args: tuple[ArgSpec, ...]
+    shapes: tuple[str, ...] = ()
+    imports: tuple[str, ...] = ()
+    when: tuple[Condition, ...] = ()
+
+
+@dataclass(frozen=True)
+class DecoratorSpec:
+    """A decorator whose function's return value is a stable layer on every request."""
+
+    id: str
+    layer: str
+    decorators: tuple[str, ...]
+    shapes: tuple[str, ...] = ()
+    imports: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """A framework option that makes a stable layer volatile by design (PC6xx)."""
+
+    code: str
+    callees: tuple[str, ...] = ()
+    shapes: tuple[str, ...] = ()
+    imports: tuple[str, ...] = ()
+    when: tuple[Condition, ...] = ()
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class SanitizerSpec:
+    """Calls whose result no longer carries the given labels."""
+
+    id: str
+    calls: tuple[str, ...]
+    clears: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SerializerSpec:
+    """A dict-to-text call whose output order follows the dict unless keys are sorted."""
+
+    call: str
+    sort_kwarg: str
+    default_sorted: bool
+
+
+class PatternTable:
+    """Shell patterns compiled into one regex; ``match`` returns the payloads that match."""
+
+    def __init__(self, entries: list[tuple[str, object]]):
+        self._exact: dict[str, list] = {}
+        self._globs: list[tuple[re.Pattern, object]] = []
+        for pattern, payload in entries:
+            if any(ch in pattern for ch in "*?["):
+                self._globs.append((re.compile(fnmatch.translate(pattern)), payload))
+            else:
+                self._exact.setdefault(pattern, []).append(payload)
+
+    def match(self, name: str) -> list:
+        hits = list(self._exact.get(name, ()))
+        for regex, payload in self._globs:
+            if regex.match(name):
+                hits.append(payload)
+        return hits
+
+
+@dataclass
+class Catalog:
+    """Every source, sink, sanitizer and check, with lookup tables for the analysis."""
+
+    sources: list[SourceSpec] = field(default_factory=list)
+    sinks: list[SinkSpec] = field(default_factory=list)
+    decorators: list[DecoratorSpec] = field(default_factory=list)
+    checks: list[CheckSpec] = field(default_factory=list)
+    sanitizers: list[SanitizerSpec] = field(default_factory=list)
+    serializers: list[SerializerSpec] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+    def compile(self) -> "Catalog":
+        """Build the lookup tables once all files are loaded."""
+        self.source_calls = PatternTable([(p, s) for s in self.sources for p in s.calls])
+        self.source_attrs = PatternTable([(p, s) for s in self.sources for p in s.attributes])
+        self.source_methods = {m: s for s in self.sources for m in s.methods}
+        self.source_params = {p: s for s in self.sources for p in s.params}
+        self.source_strings = PatternTable([(p, s) for s in self.sources for p in s.strings])
+        self.sink_calls = PatternTable([(p, s) for s in self.sinks for p in s.callees])
+        self.sink_shapes = [(sh, s) for s in self.sinks for sh in s.shapes]
+        self.decorator_calls = PatternTable([(p, d) for d in self.decorators for p in d.decorators])
+        self.decorator_shapes = [(sh, d) for d in self.decorators for sh in d.shapes]
+        self.check_calls = PatternTable([(p, c) for c in self.checks for p in c.callees])
+        self.check_shapes = [(sh, c) for c in self.checks for sh in c.shapes]
+        self.sanitizer_calls = PatternTable([(p, s) for s in self.sanitizers for p in s.calls])
+        self.serializer_calls = {s.call: s for s in self.serializers}
+        self.prefilter = self._prefilter_regex()
+        return self
+
+    def library_roots(self) -> set[str]:
+        """Top-level modules that a file must import to contain a sink."""
+        roots = set()
+        for spec in [*self.sinks, *self.decorators, *self.checks]:
+            for pattern in getattr(spec, "callees", ()) + getattr(spec, "decorators", ()):
+                roots.add(re.split(r"[.*(]", pattern, maxsplit=1)[0])
+            roots.update(i.split(".")[0] for i in spec.imports)
+        roots.discard("")
+        return roots
+
+    def _prefilter_regex(self) -> re.Pattern:
+        """Tokens without which no sink can appear in a piece of code.
+
+        Keyword arguments as ``name=``, class names, and multi-word callables; generic
+        words such as ``create`` would let every file through.
+        """
+        names: set[str] = set()
+        keywords: set[str] = set()
+        for sink in self.sinks:
+            keywords.update(arg.keyword for arg in sink.args if arg.keyword)
+        patterns = [p for s in self.sinks for p in s.callees + s.shapes]
+        patterns += [p for s in [*self.decorators, *self.checks] for p in getattr(s, "decorators", ()) + s.shapes + getattr(s, "callees", ())]
+        for pattern in patterns:
+            for word in re.split(r"[.()*]+", pattern):
+                if word.isidentifier() and (word[0].isupper() or "_" in word.strip("_")):
+                    names.add(word)
+        for spec in self.decorators:
+            names.update(shape.rsplit(".", 1)[-1] for shape in spec.shapes)
+        alternatives = [re.escape(n) for n in sorted(names)]
+        alternatives += [re.escape(k) + r"\s*=" for k in sorted(keywords)]
+        alternatives += [r"(?<=[\"'])(?:system|developer)(?=[\"'])"]
+        return re.compile(r"\b(?:%s)" % "|".join(alternatives))
+
+    def might_contain_sink(self, text: str) -> bool:
+        """Cheap text test: does the file import a sink library and name a sink token?"""
+        if not self._imports_library(text):
+            return False
+        return self.prefilter.search(text) is not None
+
+    def _imports_library(self, text: str) -> bool:
+        regex = getattr(self, "_import_regex", None)
+        if regex is None:
+            roots = "|".join(sorted(map(re.escape, self.library_roots())))
+            regex = self._import_regex = re.compile(
+                r"^[ \t]*(?:from[ \t]+(?:%s)\b|import[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*(?:%s)\b)" % (roots, roots),
+                re.MULTILINE,
+            )
+        return regex.search(text) is not None
+
+
+def _as_tuple(value, where: str, key: str) -> tuple:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list):
+        raise CatalogError(f"{where}: '{key}' must be a list")
+    return tuple(value)
+
+
+def _conditions(raw, where: str) -> tuple[Condition, ...]:
+    if raw is None:
+        return ()
+    items = raw if isinstance(raw, list) else [raw]
+    out = []
+    for item in items:
+        if not isinstance(item, dict) or "keyword" not in item:
+            raise CatalogError(f"{where}: each 'when' condition needs a 'keyword'")
+        ops = [k for k in item if k != "keyword"]
+        if len(ops) != 1 or ops[0] not in ("is", "regex", "in", "missing", "dict_has", "dict_lacks"):
+            raise CatalogError(f"{where}: condition on {item['keyword']!r} needs one of is/regex/in/missing/dict_has/dict_lacks")
+        value = item[ops[0]]
+        if ops[0] == "in":
+            value = tuple(value)
+        elif ops[0] == "dict_has":
+            value = tuple(sorted(value.items()))
+        out.append(Condition(item["keyword"], ops[0], value))
+    return tuple(out)
+
+
+def _check_keys(entry: dict, allowed: set[str], where: str) -> None:
+    if not isinstance(entry, dict):
+        raise CatalogError(f"{where}: expected a mapping")
+    unknown = set(entry) - allowed
+    if unknown:
+        raise CatalogError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+
+
+def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
+    data = _load_yaml(path)
+    unknown = set(data) - {"version", "sources", "sinks", "decorators", "checks", "sanitizers", "serializers"}
+    if unknown:
+        raise CatalogError(f"{path}: unknown section(s) {', '.join(sorted(unknown))}")
+    for i, e in enumerate(data.get("sources") or []):
+        where = f"{path}: sources[{i}]"
+        _check_keys(e, {"id", "code", "label", "note", "calls", "attributes", "methods", "params", "strings", "max_args", "sortable"}, where)
+        if e.get("code") not in codes:
+            raise CatalogError(f"{where}: unknown code {e.get('code')!r}")
+        if e.get("label") not in LABELS:
+            raise CatalogError(f"{where}: label must be one of {', '.join(LABELS)}")
+        catalog.sources.append(SourceSpec(
+            id=str(e.get("id", f"source-{i}")), code=e["code"], label=e["label"], note=str(e.get("note", e["code"])),
+            calls=_as_tuple(e.get("calls"), where, "calls"), attributes=_as_tuple(e.get("attributes"), where, "attributes"),
+            methods=_as_tuple(e.get("methods"), where, "methods"), params=_as_tuple(e.get("params"), where, "params"),
+            strings=_as_tuple(e.get("strings"), where, "strings"), max_args=e.get("max_args"), sortable=bool(e.get("sortable", False)),
+        ))
+    for i, e in enumerate(data.get("sinks") or []):
+        where = f"{path}: sinks[{i}]"
+        _check_keys(e, {"id", "layer", "callees", "shapes", "imports", "args", "when"}, where)
+        args = []
+        for j, a in enumerate(e.get("args") or []):
+            _check_keys(a, {"keyword", "position", "kind", "layer", "keys"}, f"{where}.args[{j}]")
+            if a.get("kind") not in ARG_KINDS:
+                raise CatalogError(f"{where}.args[{j}]: kind must be one of {', '.join(ARG_KINDS)}")
+            if a.get("keyword") is None and a.get("position") is None:
+                raise CatalogError(f"{where}.args[{j}]: needs a keyword or a position")
+            args.append(ArgSpec(kind=a["kind"], layer=str(a.get("layer", e.get("layer", "stable layer"))),
+                                keyword=a.get("keyword"), position=a.get("position"),
+                                keys=_as_tuple(a.get("keys"), where, "keys")))
+        if not args:
+            raise CatalogError(f"{where}: a sink needs 'args'")
+        callees = _as_tuple(e.get("callees"), where, "callees")
+        if not callees and not e.get("shapes"):
+            raise CatalogError(f"{where}: a sink needs 'callees' or 'shapes'")
+        catalog.sinks.append(SinkSpec(
+            id=str(e.get("id", f"sink-{i}")), layer=str(e.get("layer", "stable layer")), callees=callees,
+            args=tuple(args), shapes=_as_tuple(e.get("shapes"), where, "shapes"),
+            imports=_as_tuple(e.get("imports"), where, "imports"), when=_conditions(e.get("when"), where),
+        ))
+    for i, e in enumerate(data.get("decorators") or []):
+        where = f"{path}: decorators[{i}]"
+        _check_keys(e, {"id", "layer", "decorators", "shapes", "imports"}, where)
+        catalog.decorators.append(DecoratorSpec(
+            id=str(e.get("id", f"decorator-{i}")), layer=str(e.get("layer", "stable layer")),
+            decorators=_as_tuple(e.get("decorators"), where, "decorators"), shapes=_as_tuple(e.get("shapes"), where, "shapes"),
+            imports=_as_tuple(e.get("imports"), where, "imports"),
+        ))
+    for i, e in enumerate(data.get("checks") or []):
+        where = f"{path}: checks[{i}]"
+        _check_keys(e, {"code", "callees", "shapes", "imports", "when", "detail"}, where)
+        if e.get("code") not in codes:
+            raise CatalogError(f"{where}: unknown code {e.get('code')!r}")
+        catalog.checks.append(CheckSpec(
+            code=e["code"], callees=_as_tuple(e.get("callees"), where, "callees"), shapes=_as_tuple(e.get("shapes"), where, "shapes"),
+            imports=_as_tuple(e.get("imports"), where, "imports"), when=_conditions(e.get("when"), where), detail=str(e.get("detail", "")),
+        ))
+    for i, e in enumerate(data.get("sanitizers") or []):
+        where = f"{path}: sanitizers[{i}]"
+        _check_keys(e, {"id", "calls", "clears"}, where)
+        clears = _as_tuple(e.get("clears"), where, "clears")
+        if not clears or set(clears) - set(LABELS):
+            raise CatalogError(f"{where}: clears must list labels from {', '.join(LABELS)}")
+        catalog.sanitizers.append(SanitizerSpec(id=str(e.get("id", f"sanitizer-{i}")), calls=_as_tuple(e.get("calls"), where, "calls"), clears=clears))
+    for i, e in enumerate(data.get("serializers") or []):
+        where = f"{path}: serializers[{i}]"
+        _check_keys(e, {"call", "sort_kwarg", "default_sorted"}, where)
+        if "call" not in e or "sort_kwarg" not in e:
+            raise CatalogError(f"{where}: a serializer needs 'call' and 'sort_kwarg'")
+        catalog.serializers.append(SerializerSpec(call=e["call"], sort_kwarg=e["sort_kwarg"], default_sorted=bool(e.get("default_sorted", False))))
+
+
+BUNDLED_FILES = ("sources.yaml", "sinks.yaml", "sanitizers.yaml")
+
+
+def catalog_files(extra: tuple[str, ...] = ()) -> list[Path]:
+    """The rule files of a run: the bundled ones, then the user's."""
+    base = rules_dir()
+    return [base / "codes.yaml", *(base / name for name in BUNDLED_FILES), *(Path(p) for p in extra)]
+
+
+def load_catalog(extra_files: tuple[str, ...] = (), memory_files: tuple[str, ...] = ()) -> Catalog:
+    """Load, validate and compile the bundled rule files plus ``extra_files``."""
+    codes = known_codes()
+    catalog = Catalog()
+    for path in catalog_files(extra_files)[1:]:
+        if not path.is_file():
+            raise CatalogError(f"{path}: rule file not found")
+        _merge_file(catalog, path, codes)
+        catalog.files.append(path)
+    if memory_files:
+        catalog.sources.append(SourceSpec(id="memory-files-config", code="PC401", label="volatile",
+                                          note="file that changes during a session", strings=tuple(memory_files)))
+    return catalog.compile()

@@ -1,0 +1,300 @@
+"""One lint run: find files, skip the ones that cannot matter, analyse the rest in parallel,
+reuse cached results, apply suppressions and select/ignore.
+
+Which files are analysed:
+1. every file that imports an LLM library and names a sink token (``Catalog.might_contain_sink``);
+2. then, until nothing changes, every file that imports a module in which a function
+   carries one of its parameters into a sink (``build(system_text)``): its callers may pass
+   volatile values in. Helper modules that only *return* volatile values are parsed on
+   demand, when an analysed file calls into them.
+Other files are read and regex-tested only.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass, field
+
+from promptlint import __version__
+from promptlint.model import Diagnostic, Settings
+from promptlint.source import SourceError, decode_source
+
+_IMPORT_NAMES = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))", re.MULTILINE)
+PARALLEL_THRESHOLD = 12
+
+
+@dataclass
+class LintReport:
+    """The result of a run."""
+
+    diagnostics: list[Diagnostic]
+    files: int
+    analyzed: int = 0
+    cached: int = 0
+
+
+@dataclass
+class FileResult:
+    """What one file contributes: its diagnostics and what the cache must know."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    deps: list[str] = field(default_factory=list)  # other files the analysis read
+    analyzed: bool = False
+    exports_param_sinks: bool = False
+
+
+# ------------------------------------------------------------------------ one file
+def _meta(path: str, code: str, detail: str, line: int = 1, column: int = 1) -> Diagnostic:
+    from promptlint.catalog import load_rule_docs
+
+    doc = load_rule_docs()[code]
+    return Diagnostic(path=path, line=line, column=column, end_line=line, end_column=column + 1, code=code,
+                      name=doc.name, message=doc.summary.format(detail=detail, sink=""), severity=doc.severity)
+
+
+def read_text(path: str, max_bytes: int) -> tuple[str | None, Diagnostic | None]:
+    """A file's text, or the PC002/PC003 diagnostic saying why it cannot be linted."""
+    try:
+        size = os.path.getsize(path)
+        if size > max_bytes:
+            return None, _meta(path, "PC003", f"larger than max-file-bytes ({size} > {max_bytes} bytes)")
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        return None, _meta(path, "PC003", f"cannot read: {exc.strerror or exc}")
+    try:
+        return decode_source(raw), None
+    except SourceError as exc:
+        return None, _meta(path, exc.code, exc.detail)
+
+
+def analyze_file(path: str, text: str, project) -> FileResult:
+    """Analyse one file fully; any failure becomes a diagnostic for this file only."""
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        return FileResult([_meta(path, "PC001", f"{exc.msg}", exc.lineno or 1, max(exc.offset or 1, 1))], analyzed=True)
+    except (ValueError, MemoryError, RecursionError) as exc:
+        return FileResult([_meta(path, "PC001", str(exc) or type(exc).__name__)], analyzed=True)
+    try:
+        module = project.analysis(path, text, tree)
+        if module is None:
+            return FileResult([_meta(path, "PC004", "module could not be built")], analyzed=True)
+        module.run()
+        return FileResult(list(module.diagnostics), sorted(d for d in module.deps if d != path), True,
+                          any(s.param_sinks for s in module.summaries.values()))
+    except RecursionError:
+        return FileResult([_meta(path, "PC004", "expression nesting too deep")], analyzed=True)
+    except Exception as exc:  # noqa: BLE001 - an internal error is reported for this file, never fatal
+        if getattr(project, "strict", False):
+            raise
+        return FileResult([_meta(path, "PC004", f"{type(exc).__name__}: {exc}")], analyzed=True)
+
+
+# --------------------------------------------------------------------- workers
+_WORKER: dict = {}
+
+
+def _worker_init(settings: Settings, roots: list[str], strict: bool) -> None:
+    _WORKER["project"] = _make_project(settings, roots, strict)
+
+
+def _make_project(settings: Settings, roots: list[str], strict: bool):
+    from promptlint.catalog import load_catalog
+    from promptlint.project import Project
+
+    catalog = load_catalog(_rule_files(settings), settings.memory_files)
+    return Project(catalog, roots, strict=strict, max_file_bytes=settings.max_file_bytes)
+
+
+def _worker_task(item: tuple[str, str]) -> tuple[str, FileResult]:
+    path, text = item
+    return path, analyze_file(path, text, _WORKER["project"])
+
+
+def _rule_files(settings: Settings) -> tuple[str, ...]:
+    root = settings.root or "."
+    return tuple(p if os.path.isabs(p) else os.path.join(root, p) for p in settings.rule_files)
+
+
+# ------------------------------------------------------------------------- runs
+def _imported_modules(text: str) -> set[str]:
+    names = set()
+    for m in _IMPORT_NAMES.finditer(text):
+        if m.group(1):
+            base = m.group(1).lstrip(".")
+            if base:
+                names.add(base.rsplit(".", 1)[-1])
+            for part in re.split(r"[,\s()]+", m.group(2)):
+                if part and part != "as":
+                    names.add(part)
+        else:
+            for part in re.split(r"[,\s]+", m.group(3)):
+                if part and part != "as":
+                    names.add(part.rsplit(".", 1)[-1])
+    return names
+
+
+def _stem(path: str) -> str:
+    name = os.path.basename(path)[:-3]
+    return os.path.basename(os.path.dirname(path)) if name == "__init__" else name
+
+
+def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, jobs: int | None = None,
+               progress=None, strict: bool = False) -> LintReport:
+    """Lint files and folders; the one entry point the CLI and the tests use."""
+    from promptlint.catalog import known_codes
+    from promptlint.discover import collect_files
+
+    files = collect_files(list(paths), settings)
+    cache = None
+    if use_cache:
+        from promptlint.cache import LintCache
+
+        cache = LintCache.for_run(settings, files)
+    results: dict[str, FileResult] = {}
+    texts: dict[str, str] = {}
+    imports: dict[str, set[str]] = {}
+    pending: list[str] = []
+    for path in files:
+        hit = cache.lookup(path) if cache is not None else None
+        if hit is not None:
+            results[path], imports[path] = hit
+            continue
+        pending.append(path)
+    catalog = None
+    to_analyze: list[str] = []
+    for path in pending:
+        text, problem = read_text(path, settings.max_file_bytes)
+        if problem is not None:
+            results[path] = FileResult([problem])
+            imports[path] = set()
+            continue
+        texts[path] = text
+        imports[path] = _imported_modules(text)
+        if catalog is None:
+            from promptlint.catalog import load_catalog
+
+            catalog = load_catalog(_rule_files(settings), settings.memory_files)
+        if catalog.might_contain_sink(text):
+            to_analyze.append(path)
+        else:
+            results[path] = FileResult()
+    roots = list(settings.src)
+    analyzed_count = 0
+    done_total = 0
+    rounds = 0
+    while to_analyze:
+        rounds += 1
+        batch = _run_batch(to_analyze, texts, settings, roots, jobs, strict, progress, done_total, len(files))
+        results.update(batch)
+        analyzed_count += len(batch)
+        done_total += len(batch)
+        # Callers of functions that carry a parameter into a sink must be analysed too.
+        exporters = {_stem(p) for p, r in results.items() if r.exports_param_sinks}
+        to_analyze = []
+        for path in files:
+            r = results.get(path)
+            if r is not None and (r.analyzed or r.diagnostics):
+                continue
+            if exporters & imports.get(path, set()):
+                if path not in texts:
+                    text, problem = read_text(path, settings.max_file_bytes)
+                    if problem is not None:
+                        results[path] = FileResult([problem])
+                        continue
+                    texts[path] = text
+                to_analyze.append(path)
+        if rounds > 20:
+            break
+    if cache is not None:
+        for path in pending:
+            if path in results:
+                cache.store(path, results[path], imports.get(path, set()))
+        cache.save()
+    diagnostics: list[Diagnostic] = []
+    codes = known_codes()
+    from promptlint.config import is_selected
+    from promptlint.suppress import apply_suppressions
+
+    for path in files:
+        found = results[path].diagnostics
+        text = texts.get(path)
+        if found or (text is not None and "promptlint:" in text) or (text is None and results[path].analyzed is False and _has_marker(path)):
+            if text is None:
+                text, _ = read_text(path, settings.max_file_bytes)
+            if text is not None:
+                found = apply_suppressions(path, text, list(found), codes)
+        diagnostics.extend(d for d in found if is_selected(d.code, d.path, settings))
+    unique = {(d.path, d.line, d.column, d.code, d.message, d.trace): d for d in diagnostics}
+    return LintReport(sorted(unique.values(), key=Diagnostic.sort_key), len(files), analyzed_count,
+                      len(files) - len(pending))
+
+
+def _has_marker(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return b"promptlint:" in handle.read()
+    except OSError:
+        return False
+
+
+def _run_batch(paths: list[str], texts: dict[str, str], settings: Settings, roots: list[str], jobs: int | None,
+               strict: bool, progress, done: int, total: int) -> dict[str, FileResult]:
+    jobs = jobs or os.cpu_count() or 1
+    out: dict[str, FileResult] = {}
+    if jobs <= 1 or len(paths) < PARALLEL_THRESHOLD:
+        project = _make_project(settings, roots, strict)
+        for path in paths:
+            out[path] = analyze_file(path, texts[path], project)
+            done += 1
+            if progress:
+                progress(done, total)
+        return out
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else multiprocessing.get_context()
+    # Big files first so the pool does not end on one straggler.
+    work = sorted(((p, texts[p]) for p in paths), key=lambda item: -len(item[1]))
+    with ctx.Pool(jobs, initializer=_worker_init, initargs=(settings, roots, strict)) as pool:
+        for path, result in pool.imap_unordered(_worker_task, work, chunksize=max(1, len(work) // (jobs * 8))):
+            out[path] = result
+            done += 1
+            if progress:
+                progress(done, total)
+    return out
+
+
+def lint_source(text: str, path: str = "example.py", settings: Settings | None = None) -> list[Diagnostic]:
+    """Lint one source string as if it were a file of its own (rule examples, fuzzing)."""
+    import tempfile
+
+    settings = settings or Settings()
+    with tempfile.TemporaryDirectory(prefix="promptlint-") as tmp:
+        target = os.path.join(tmp, path)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as handle:
+            handle.write(text.encode("utf-8") if isinstance(text, str) else text)
+        report = lint_paths([target], Settings(**{**settings.__dict__, "root": tmp}), use_cache=False, jobs=1)
+    prefix = tmp + os.sep
+    return [_relocate(d, prefix) for d in report.diagnostics]
+
+
+def _relocate(d: Diagnostic, prefix: str) -> Diagnostic:
+    from dataclasses import replace
+
+    strip = (lambda p: p[len(prefix):] if p.startswith(prefix) else p)
+    return replace(d, path=strip(d.path), trace=tuple(replace(s, path=strip(s.path)) for s in d.trace))
+
+
+def settings_fingerprint(settings: Settings) -> str:
+    """What a cached result depends on besides the file: version, rules, analysis settings."""
+    from promptlint.catalog import catalog_files, fingerprint_files
+    from pathlib import Path
+
+    rule_paths = [Path(p) for p in catalog_files(_rule_files(settings))]
+    parts = [__version__, fingerprint_files([p for p in rule_paths if p.is_file()]), repr(settings.memory_files),
+             repr(settings.src), str(settings.max_file_bytes), repr(sorted(settings.rule_files))]
+    return "|".join(parts)

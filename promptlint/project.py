@@ -1,0 +1,171 @@
+"""The linted project: module names, cross-module resolution and template files.
+
+A ``Project`` lives in one worker process. It parses a module the first time another
+module calls into it and keeps its ``ModuleAnalysis``, so a helper used by twenty files is
+summarised once per worker.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+
+from promptlint.analysis import ClassInfo, FunctionRef, ModuleAnalysis
+from promptlint.catalog import Catalog
+from promptlint.model import TraceStep
+from promptlint.source import SourceError, decode_source
+
+_TEMPLATE_DIRS = ("", "templates", "prompts", "prompt", "config", "configs")
+
+
+class Project:
+    """Module resolution against the project's import roots, with per-worker memo tables."""
+
+    def __init__(self, catalog: Catalog, roots: list[str] | None = None, strict: bool = False, max_file_bytes: int = 2_000_000):
+        self.catalog = catalog
+        self.extra_roots = [os.path.abspath(r) for r in roots or ()]
+        self.strict = strict  # re-raise internal errors (the test suite sets it)
+        self.max_file_bytes = max_file_bytes
+        self._modules: dict[str, ModuleAnalysis | None] = {}
+        self._by_name: dict[str, str | None] = {}
+        self._package_dirs: dict[str, bool] = {}
+        self._templates: dict[str, tuple[str, str] | None] = {}
+        self._roots: set[str] = set(self.extra_roots)
+        self._bodies_running: set[str] = set()
+
+    # ---------------------------------------------------------------- naming
+    def _is_package(self, directory: str) -> bool:
+        hit = self._package_dirs.get(directory)
+        if hit is None:
+            hit = self._package_dirs[directory] = os.path.isfile(os.path.join(directory, "__init__.py"))
+        return hit
+
+    def module_name(self, path: str) -> str:
+        """Dotted module name of a file, from the nearest folder without ``__init__.py``."""
+        path = os.path.abspath(path)
+        directory, filename = os.path.split(path)
+        stem = filename[:-3] if filename.endswith(".py") else filename
+        parts = [] if stem == "__init__" else [stem]
+        while self._is_package(directory):
+            directory, name = os.path.split(directory)
+            parts.insert(0, name)
+            if not name:
+                break
+        self._roots.add(directory)
+        return ".".join(parts)
+
+    def _find_module_file(self, name: str) -> str | None:
+        if name in self._by_name:
+            return self._by_name[name]
+        rel = name.replace(".", os.sep)
+        found = None
+        for root in sorted(self._roots):
+            for candidate in (os.path.join(root, rel + ".py"), os.path.join(root, rel, "__init__.py")):
+                if os.path.isfile(candidate):
+                    found = candidate
+                    break
+            if found:
+                break
+        self._by_name[name] = found
+        return found
+
+    # -------------------------------------------------------------- analyses
+    def analysis(self, path: str, text: str | None = None, tree: ast.Module | None = None) -> ModuleAnalysis | None:
+        """The (memoised) analysis of a file; ``None`` when it cannot be read or parsed."""
+        key = os.path.abspath(path)
+        if key in self._modules:
+            return self._modules[key]
+        self._modules[key] = None  # guards import cycles while we build it
+        if text is None:
+            try:
+                raw = Path(key).read_bytes()
+                if len(raw) > self.max_file_bytes:
+                    return None
+                text = decode_source(raw)
+            except (OSError, SourceError):
+                return None
+        if tree is None:
+            try:
+                tree = ast.parse(text, filename=path)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return None
+        module = ModuleAnalysis(path, text, tree, self.catalog, self, self.module_name(key))
+        self._modules[key] = module
+        return module
+
+    def module_globals(self, module: ModuleAnalysis) -> None:
+        """Evaluate a dependency's module body once, for the values of its globals."""
+        if getattr(module, "_globals_ready", False) or module.path in self._bodies_running:
+            return
+        self._bodies_running.add(module.path)
+        try:
+            module.run_body()
+        finally:
+            self._bodies_running.discard(module.path)
+
+    def resolve(self, qualname: str, origin: ModuleAnalysis, depth: int = 0) -> FunctionRef | ClassInfo | None:
+        """A function or class of the project named by a qualified name (re-exports followed)."""
+        if depth > 4 or not qualname or qualname.startswith("builtins."):
+            return None
+        parts = qualname.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            path = self._find_module_file(".".join(parts[:cut]))
+            if path is None:
+                continue
+            module = self.analysis(path)
+            if module is None:
+                return None
+            self.module_globals(module)
+            rest = parts[cut:]
+            found = module.local_callable(".".join(rest))
+            if found is not None:
+                return found
+            imported = module.imports.get(rest[0])
+            if imported and imported != qualname:
+                return self.resolve(".".join([imported, *rest[1:]]), origin, depth + 1)
+            return None
+        return None
+
+    def modules_for_class(self, info: ClassInfo) -> list[ModuleAnalysis]:
+        return [m for m in self._modules.values() if m is not None and info in m.classes.values()]
+
+    # ------------------------------------------------------------- templates
+    def template_text(self, module: ModuleAnalysis, name: str) -> tuple[str, str] | None:
+        """Find a template file named in code (``"system.j2"``) near the module or a root."""
+        base = os.path.dirname(os.path.abspath(module.path))
+        key = f"{base}|{name}"
+        if key in self._templates:
+            found = self._templates[key]
+        else:
+            found = None
+            starts = [base, os.path.dirname(base), *sorted(self._roots), os.getcwd()]
+            for start in starts:
+                for sub in _TEMPLATE_DIRS:
+                    candidate = os.path.normpath(os.path.join(start, sub, name))
+                    if os.path.isfile(candidate):
+                        try:
+                            raw = Path(candidate).read_bytes()
+                            text = raw.decode("utf-8") if len(raw) <= self.max_file_bytes else None
+                        except (OSError, UnicodeDecodeError):
+                            text = None
+                        if text is not None:
+                            shown = candidate if os.path.isabs(module.path) else os.path.relpath(candidate)
+                            found = (shown, text)
+                        break
+                if found:
+                    break
+            self._templates[key] = found
+        if found is not None:
+            module.deps.add(found[0])
+        return found
+
+    def template_step(self, module: ModuleAnalysis, name: str) -> TraceStep | None:
+        found = self.template_text(module, name)
+        return TraceStep(found[0], 1, 1, f"template {name}") if found else None
+
+    def template_lines(self, path: str) -> list[str] | None:
+        for found in self._templates.values():
+            if found is not None and found[0] == path:
+                return found[1].splitlines()
+        return None

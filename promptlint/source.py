@@ -1,0 +1,48 @@
+"""Reading Python source files the way Python does (PEP 263), with clear failures."""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+# PEP 263: a coding cookie in a comment on line 1 or 2.
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+class SourceError(Exception):
+    """A file is not text Python can read. ``code`` is PC002 (encoding) or PC003 (binary)."""
+
+    def __init__(self, code: str, detail: str):
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+def declared_encoding(raw: bytes) -> str:
+    """The encoding a file declares (BOM or cookie), UTF-8 by default."""
+    if raw.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    for line in raw.split(b"\n", 2)[:2]:
+        match = _COOKIE.match(line)
+        if match:
+            return match.group(1).decode("ascii", "replace")
+        if line.strip() and not line.lstrip().startswith(b"#"):
+            break
+    return "utf-8"
+
+
+def decode_source(raw: bytes) -> str:
+    """Decode source bytes, honouring the PEP 263 cookie; raise ``SourceError`` on failure."""
+    if b"\0" in raw:
+        raise SourceError("PC003", "binary file (contains NUL bytes)")
+    encoding = declared_encoding(raw)
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise SourceError("PC002", f"unknown encoding {encoding!r} in coding cookie") from None
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SourceError("PC002", f"{encoding} (line {line}: {exc.reason})") from None
+    return text
