@@ -84,9 +84,10 @@ def merge(*groups) -> tuple[Taint, ...]:
 class Val:
     """What the analysis knows about a value."""
 
-    __slots__ = ("taints", "origin", "const", "items", "keys", "func", "node", "template")
+    __slots__ = ("taints", "origin", "const", "items", "keys", "func", "node", "template", "sink_layer")
 
-    def __init__(self, taints=(), origin=None, const=None, items=None, keys=None, func=None, node=None, template=None):
+    def __init__(self, taints=(), origin=None, const=None, items=None, keys=None, func=None, node=None, template=None,
+                 sink_layer=None):
         self.taints: tuple[Taint, ...] = taints
         self.origin: str | None = origin  # qualified name or call chain: "anthropic.Anthropic().messages"
         self.const = const  # str/int/bool/None constant, when known
@@ -95,10 +96,10 @@ class Val:
         self.func = func  # FunctionRef for a function object
         self.node: ast.AST | None = node  # the expression, for ranges
         self.template: TraceStep | None = template  # a template text's location (file or constant)
+        self.sink_layer: str | None = sink_layer  # a stable template: what its substitutions reach
 
     def with_taints(self, taints) -> "Val":
-        v = Val(taints, self.origin, self.const, self.items, self.keys, self.func, self.node, self.template)
-        return v
+        return Val(taints, self.origin, self.const, self.items, self.keys, self.func, self.node, self.template, self.sink_layer)
 
 
 EMPTY = Val()
@@ -162,6 +163,17 @@ def _const_str(val: Val | None) -> str | None:
     return val.const if val is not None and isinstance(val.const, str) else None
 
 
+MAX_SUMMARY_DEPTH = 6
+_DEPTH = [0]  # current nesting of summary computations (one analysis runs at a time per process)
+
+
+def _opaque(ref: FunctionRef) -> Summary:
+    a = ref.node.args
+    n = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) + bool(a.vararg) + bool(a.kwarg)
+    taints = tuple(Taint("", label, (), param=i) for i in range(n) for label in ("volatile", "unordered"))
+    return Summary(Val(taints[: MAX_TAINTS]))
+
+
 class ModuleAnalysis:
     """Analyse one module: its module-level code and every function, lazily summarised."""
 
@@ -186,6 +198,7 @@ class ModuleAnalysis:
         self.imported_roots: set[str] = set()
         self._emitted: set[tuple] = set()
         self._globals_ready = False
+        self.template_texts: dict[tuple[int, int], str] = {}  # string constants used as templates
         self._collect_names()
 
     # ------------------------------------------------------------------ names
@@ -260,11 +273,18 @@ class ModuleAnalysis:
         return byte_col + 1
 
     def snippet(self, node: ast.AST, limit: int = 48) -> str:
-        try:
-            text = ast.get_source_segment(self.text, node) or ""
-        except Exception:  # noqa: BLE001 - positions of synthetic nodes
-            text = ""
-        text = " ".join(text.split())
+        """The source text of a node, on one line, shortened (for messages and traces)."""
+        line, end_line = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if line is None or end_line is None or line > len(self.lines):
+            return ""
+        if end_line - line > 3:
+            end_line = line  # only the head of a long expression is worth showing
+            chunk = self.lines[line - 1].encode("utf-8")[node.col_offset:]
+        else:
+            chunk = "\n".join(self.lines[line - 1:end_line]).encode("utf-8")
+            end = len(chunk) - len(self.lines[end_line - 1].encode("utf-8")) + (node.end_col_offset or 0)
+            chunk = chunk[node.col_offset:end]
+        text = " ".join(chunk.decode("utf-8", "replace").split())
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
     # ------------------------------------------------------------------ driver
@@ -277,15 +297,46 @@ class ModuleAnalysis:
         body.env = self.globals  # functions summarised during the body see globals so far
         body.run_block(self.tree.body)
 
-    def run(self) -> None:
-        """Analyse module-level code and then every function not yet summarised."""
+    def run(self, extra_names: frozenset[str] = frozenset()) -> None:
+        """Analyse module-level code and every function that can hold a sink.
+
+        A function can report only if its text names a sink token, or calls a function
+        whose parameters reach a sink (``extra_names`` from other modules, and local ones
+        found here, to a fixpoint). Other functions are summarised only when called.
+        """
         self.run_body()
-        for ref in list(self.functions.values()):
-            self.summary(ref)
-        for info in list(self.classes.values()):
-            self.prepare_class(info)
-            for ref in info.methods.values():
+        refs = list(self.functions.values())
+        for info in self.classes.values():
+            refs += info.methods.values()
+        todo = [r for r in refs if self.catalog.prefilter.search(self._segment(r.node))]
+        names = set(extra_names)
+        if names:
+            todo += [r for r in refs if r not in todo and self._mentions(r.node, names)]
+        while todo:
+            for ref in todo:
+                if ref.cls is not None:
+                    self.prepare_class(ref.cls)
                 self.summary(ref)
+            new = {r.node.name for r in refs if self.summaries.get(id(r.node)) and self.summaries[id(r.node)].param_sinks} - names
+            names |= new
+            todo = [r for r in refs if id(r.node) not in self.summaries and new and self._mentions(r.node, new)]
+
+    def _segment(self, node: ast.AST) -> str:
+        start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        return "\n".join(self.lines[start - 1: node.end_lineno])
+
+    def _mentions(self, node: ast.AST, names: set[str]) -> bool:
+        text = self._segment(node)
+        return any(name in text for name in names)
+
+    def param_sink_functions(self) -> list[str]:
+        """Names of this module's functions that carry a parameter into a sink."""
+        out = []
+        for ref in [*self.functions.values(), *(m for c in self.classes.values() for m in c.methods.values())]:
+            summary = self.summaries.get(id(ref.node))
+            if summary is not None and summary.param_sinks:
+                out.append(ref.node.name)
+        return sorted(set(out))
 
     def summary(self, ref: FunctionRef) -> Summary:
         key = id(ref.node)
@@ -294,11 +345,16 @@ class ModuleAnalysis:
             return done
         if key in self.in_progress:
             return Summary()  # recursion: assume nothing (a sound fixpoint is not worth it here)
+        depth = _DEPTH[0]
+        if depth >= MAX_SUMMARY_DEPTH:
+            return _opaque(ref)  # too deep: the call passes its arguments through, not memoised
         self.in_progress.add(key)
+        _DEPTH[0] = depth + 1
         try:
             fa = FunctionAnalysis(self, ref, ref.cls)
             result = fa.run_function()
         finally:
+            _DEPTH[0] = depth
             self.in_progress.discard(key)
         self.summaries[key] = result
         return result
@@ -417,6 +473,8 @@ class FunctionAnalysis:
         self.loop_unordered: list[tuple[Taint, ...]] = []
         self.depth = 0  # > 0 inside branches/loops: assignments are weak updates
         self.params: list[str] = []
+        self.sink_via: tuple | None = None  # (steps inside the callee, its sink step, dumped, label)
+        self.stable_template: tuple | None = None  # (template step, layer) of a system template being built
 
     # ------------------------------------------------------------- entry points
     def run_function(self) -> Summary:
@@ -664,6 +722,7 @@ class FunctionAnalysis:
                 val.template = self.m.project.template_step(self.m, node.value)
             if "{" in node.value and val.template is None:
                 val.template = self.m.step(node, "template")
+                self.m.template_texts[(val.template.line, val.template.column)] = node.value
             val.taints = merge(taints)
         return val
 
@@ -988,13 +1047,13 @@ class FunctionAnalysis:
         if method == "copy" or method == "model_copy":
             return recv_val
         taints = merge(recv_val.taints, arg_taints)
-        template = recv_val.template if method in ("strip", "read_text", "read", "get_template", "from_template", "Template", "dedent") or (
-            method is None and any(a.template for a in args)) else None
-        if template is None and args and origin and origin.rsplit(".", 1)[-1] in ("Template", "from_template", "get_template", "PromptTemplate", "dedent", "open", "Path"):
-            template = args[0].template
-        if template is None and method in ("read_text", "read", "get_template"):
-            template = recv_val.template
-        return Val(taints, origin=call_origin, node=node, template=template)
+        # Template text travels through reads, loads and string methods (``yaml.safe_load(path.read_text())``).
+        template = recv_val.template or next((a.template for a in args if a.template is not None), None)
+        result = Val(taints, origin=call_origin, node=node, template=template)
+        if self.stable_template is not None:  # a system template was just built: remember its layer
+            result.template, result.sink_layer = self.stable_template
+            self.stable_template = None
+        return result
 
     def _is_module_path(self, origin: str) -> bool:
         head = origin.split(".")[0]
@@ -1056,13 +1115,20 @@ class FunctionAnalysis:
         where = template_val.template
         out = list(template_val.taints)
         text_lines = self.m.project.template_lines(where.path) if self.m.project and where.path != self.m.path else None
-        for name, val in [*kwargs.items(), *((None, a) for a in args)]:
+        named = list(kwargs.items())
+        for a in args:
+            named += list(a.keys.items()) if a.keys is not None else [(None, a)]
+        for name, val in named:
             for t in val.taints:
                 report = t.report_at
                 if name is not None and t.param < 0:
                     report = self._placeholder_step(where, name, text_lines) or report
                 step = self.m.step(node, f"substituted into template{f' as `{name}`' if name else ''}")
-                out.append(t._replace(steps=t.steps + (step,) + ((report,) if report and report is not t.report_at else ()), report_at=report))
+                t = t._replace(steps=t.steps + (step,) + ((report,) if report and report is not t.report_at else ()), report_at=report)
+                if template_val.sink_layer is not None and name is not None and report is not None:
+                    self._report(t, node, template_val.sink_layer, "value")
+                else:
+                    out.append(t)
         return Val(merge(out), node=node)
 
     def _placeholder_step(self, where: TraceStep, name: str, text_lines: list[str] | None) -> TraceStep | None:
@@ -1073,12 +1139,17 @@ class FunctionAnalysis:
                 if m:
                     return TraceStep(where.path, i, m.start() + 1, f"placeholder `{{{name}}}` in template")
             return None
-        # A template in this module: search from its line down.
-        for i in range(where.line, min(len(self.m.lines), where.line + 200) + 1):
-            m = pattern.search(self.m.lines[i - 1])
-            if m:
-                return TraceStep(self.m.path, i, m.start() + 1, f"placeholder `{{{name}}}` in template")
-        return None
+        # A string constant of this module: search its own text.
+        text = self.m.template_texts.get((where.line, where.column))
+        if text is None:
+            return None
+        m = pattern.search(text)
+        if not m:
+            return None
+        line = where.line + text.count("\n", 0, m.start())
+        # Columns inside a multi-line constant are relative to its own lines.
+        col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + (where.column + 1 if line == where.line else 1)
+        return TraceStep(self.m.path, line, col, f"placeholder `{{{name}}}` in template")
 
     def _construct(self, node: ast.Call, info: ClassInfo, args, kwargs) -> Val:
         found = self._class_info(info.qualname)
@@ -1137,18 +1208,13 @@ class FunctionAnalysis:
             if arg is None:
                 continue
             arg_node = arg.node if isinstance(arg.node, ast.expr) else node
-            for at in arg.taints:
-                if at.label != ps.label:
-                    continue
-                if ps.dumped and at.label == "unordered" and at.param < 0:
-                    at = at._replace(code="PC502")
-                passed = self.m.step(arg_node, f"passed to {name}()")
-                if at.param >= 0:
-                    self.param_sinks.append(ParamSink(at.param, at.label, at.dumped or ps.dumped,
-                                                      at.steps + (passed,) + ps.steps, ps.layer, ps.arg_kind))
-                    continue
-                self._report(at._replace(steps=at.steps + (passed,) + ps.steps[:-1]), arg_node, ps.layer, ps.arg_kind,
-                             sink_step=ps.steps[-1] if ps.steps else None)
+            passed = self.m.step(arg_node, f"passed to {name}()")
+            saved = self.sink_via
+            self.sink_via = ((passed,) + ps.steps[:-1], ps.steps[-1] if ps.steps else None, ps.dumped, ps.label)
+            try:
+                self.sink_value(arg, arg_node, ps.arg_kind, ps.layer)
+            finally:
+                self.sink_via = saved
         ret = summary.ret
         return Val(merge(out), origin=ret.origin if ret.origin and ret.origin.startswith("@") else f"{ref.qualname}()",
                    items=None, keys=ret.keys if not any(v.taints for v in (ret.keys or {}).values()) else None,
@@ -1235,6 +1301,11 @@ class FunctionAnalysis:
 
     def sink_value(self, val: Val, node: ast.AST, kind: str, layer: str, keys: tuple[str, ...] = ()) -> None:
         """Report the taints of ``val`` that reach a stable layer, per how the arg is read."""
+        params = tuple(t for t in val.taints if t.param >= 0)
+        if params:
+            for t in params:
+                self._report(t, node, layer, kind)
+            val = val.with_taints(tuple(t for t in val.taints if t.param < 0))
         if kind == "value":
             self._report_val(val, node, layer, kind)
         elif kind == "cache-key":
@@ -1280,6 +1351,8 @@ class FunctionAnalysis:
             for item in val.items:
                 if item.items is not None and len(item.items) == 2 and _const_str(item.items[0]) == "system":
                     self._report_val(item.items[1], item.items[1].node or node, layer, "value")
+                    if item.items[1].template is not None:
+                        self.stable_template = (item.items[1].template, layer)
         elif kind == "dict-keys":
             if val.keys is None:
                 if val.origin and val.origin.endswith("()"):
@@ -1307,12 +1380,21 @@ class FunctionAnalysis:
         for t in val.taints:
             self._report(t, node, layer, kind)
 
-    def _report(self, taint: Taint, node: ast.AST, layer: str, kind: str, sink_step: TraceStep | None = None) -> None:
+    def _report(self, taint: Taint, node: ast.AST, layer: str, kind: str) -> None:
+        """One taint reaches a sink: a diagnostic, or (a parameter) a sink of this function's summary."""
         if kind == "cache-key" and taint.label != "volatile":
             return
+        sink_step = None
+        if self.sink_via is not None:  # the sink is inside a called function
+            middle, sink_step, dumped, label = self.sink_via
+            if taint.label != label:
+                return
+            if dumped and taint.label == "unordered":
+                taint = taint._replace(dumped=True) if taint.param >= 0 else taint._replace(code="PC502")
+            taint = taint._replace(steps=(taint.steps + middle)[-MAX_STEPS:])
         if taint.param >= 0:
             if self.ref is not None:
-                steps = taint.steps + ((sink_step,) if sink_step else (self.m.step(node, f"reaches {layer}"),))
+                steps = taint.steps + (sink_step or self.m.step(node, f"reaches {layer}"),)
                 self.param_sinks.append(ParamSink(taint.param, taint.label, taint.dumped, steps, layer, kind))
             return
         self.m.emit(taint, node, layer, "PC604" if kind == "cache-key" else None, sink_step)

@@ -42,7 +42,7 @@ class FileResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     deps: list[str] = field(default_factory=list)  # other files the analysis read
     analyzed: bool = False
-    exports_param_sinks: bool = False
+    param_sink_functions: list[str] = field(default_factory=list)  # functions whose params reach sinks
 
 
 # ------------------------------------------------------------------------ one file
@@ -70,7 +70,7 @@ def read_text(path: str, max_bytes: int) -> tuple[str | None, Diagnostic | None]
         return None, _meta(path, exc.code, exc.detail)
 
 
-def analyze_file(path: str, text: str, project) -> FileResult:
+def analyze_file(path: str, text: str, project, extra_names: frozenset[str] = frozenset()) -> FileResult:
     """Analyse one file fully; any failure becomes a diagnostic for this file only."""
     try:
         tree = ast.parse(text, filename=path)
@@ -82,9 +82,9 @@ def analyze_file(path: str, text: str, project) -> FileResult:
         module = project.analysis(path, text, tree)
         if module is None:
             return FileResult([_meta(path, "PC004", "module could not be built")], analyzed=True)
-        module.run()
+        module.run(extra_names)
         return FileResult(list(module.diagnostics), sorted(d for d in module.deps if d != path), True,
-                          any(s.param_sinks for s in module.summaries.values()))
+                          module.param_sink_functions())
     except RecursionError:
         return FileResult([_meta(path, "PC004", "expression nesting too deep")], analyzed=True)
     except Exception as exc:  # noqa: BLE001 - an internal error is reported for this file, never fatal
