@@ -157,6 +157,7 @@ class ClassInfo:
     attrs: dict[str, Val] = field(default_factory=dict)
     bases: list[str] = field(default_factory=list)
     ready: bool = False
+    module: "ModuleAnalysis | None" = None
 
 
 def _const_str(val: Val | None) -> str | None:
@@ -195,6 +196,7 @@ class ModuleAnalysis:
         self.summaries: dict[int, Summary] = {}
         self.in_progress: set[int] = set()
         self.deps: set[str] = set()  # other files consulted (paths)
+        self.failed_deps: set[str] = set()  # helper modules called into that do not parse
         self.imported_roots: set[str] = set()
         self._emitted: set[tuple] = set()
         self._globals_ready = False
@@ -203,7 +205,16 @@ class ModuleAnalysis:
 
     # ------------------------------------------------------------------ names
     def _collect_names(self) -> None:
-        for node in ast.walk(self.tree):
+        # Imports are statements: walk statement bodies only, never expressions (much cheaper).
+        stack = list(self.tree.body)
+        while stack:
+            node = stack.pop()
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+                    children = getattr(node, name, None)
+                    if children:
+                        stack.extend(children)
+                continue
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -228,7 +239,7 @@ class ModuleAnalysis:
             self.functions[node.name] = FunctionRef(self, node, f"{prefix}.{node.name}" if prefix else node.name)
         elif isinstance(node, ast.ClassDef):
             qual = f"{prefix}.{node.name}" if prefix else node.name
-            info = ClassInfo(node.name, qual, node, bases=[self._dotted(b) or "" for b in node.bases])
+            info = ClassInfo(node.name, qual, node, bases=[self._dotted(b) or "" for b in node.bases], module=self)
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     info.methods[item.name] = FunctionRef(self, item, f"{qual}.{item.name}", info)
@@ -832,10 +843,7 @@ class FunctionAnalysis:
     def _class_info(self, qual: str) -> tuple[ModuleAnalysis, ClassInfo] | None:
         found = self.m.resolve_function(qual)
         if isinstance(found, ClassInfo):
-            for m in (self.m, *(self.m.project.modules_for_class(found) if self.m.project else ())):
-                if found in m.classes.values():
-                    return m, found
-            return self.m, found
+            return found.module or self.m, found
         return None
 
     def eval_Subscript(self, node: ast.Subscript) -> Val:
@@ -1337,14 +1345,15 @@ class FunctionAnalysis:
         elif kind == "chat-messages":
             if val.items is None:
                 return
+            # Only the leading run of system/developer messages is the stable prefix; a system
+            # message appended later sits after the history and is volatile by position.
             for msg in val.items:
-                if msg.keys is None:
-                    continue
-                role = _const_str(msg.keys.get("role"))
-                if role in ("system", "developer"):
-                    content = msg.keys.get("content")
-                    if content is not None:
-                        self._report_val(content, content.node or node, layer, "value")
+                role = _const_str(msg.keys.get("role")) if msg.keys is not None else None
+                if role not in ("system", "developer"):
+                    break
+                content = msg.keys.get("content")
+                if content is not None:
+                    self._report_val(content, content.node or node, layer, "value")
         elif kind == "role-tuples":
             if val.items is None:
                 return

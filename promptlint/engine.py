@@ -83,14 +83,22 @@ def analyze_file(path: str, text: str, project, extra_names: frozenset[str] = fr
         if module is None:
             return FileResult([_meta(path, "PC004", "module could not be built")], analyzed=True)
         module.run(extra_names)
-        return FileResult(list(module.diagnostics), sorted(d for d in module.deps if d != path), True,
-                          module.param_sink_functions())
+        found = list(module.diagnostics)
+        for dep in sorted(module.failed_deps):
+            code, detail, line, col = project.failed[dep]
+            found.append(_meta(_display_path(dep, path), code, detail, line, col))
+        return FileResult(found, sorted(d for d in module.deps if d != path), True, module.param_sink_functions())
     except RecursionError:
         return FileResult([_meta(path, "PC004", "expression nesting too deep")], analyzed=True)
     except Exception as exc:  # noqa: BLE001 - an internal error is reported for this file, never fatal
         if getattr(project, "strict", False):
             raise
         return FileResult([_meta(path, "PC004", f"{type(exc).__name__}: {exc}")], analyzed=True)
+
+
+def _display_path(path: str, like: str) -> str:
+    """Show ``path`` the way the user named ``like`` (relative or absolute)."""
+    return path if os.path.isabs(like) else os.path.relpath(path)
 
 
 # --------------------------------------------------------------------- workers

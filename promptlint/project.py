@@ -33,6 +33,9 @@ class Project:
         self._templates: dict[str, tuple[str, str] | None] = {}
         self._roots: set[str] = set(self.extra_roots)
         self._bodies_running: set[str] = set()
+        # Helper modules that an analysed file called into but that do not parse: the
+        # engine reports them (PC001/PC002), so a broken helper never hides a flow silently.
+        self.failed: dict[str, tuple[str, str, int, int]] = {}
 
     # ---------------------------------------------------------------- naming
     def _is_package(self, directory: str) -> bool:
@@ -83,12 +86,19 @@ class Project:
                 if len(raw) > self.max_file_bytes:
                     return None
                 text = decode_source(raw)
-            except (OSError, SourceError):
+            except OSError:
+                return None
+            except SourceError as exc:
+                self.failed[path] = (exc.code, exc.detail, 1, 1)
                 return None
         if tree is None:
             try:
                 tree = ast.parse(text, filename=path)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
+            except SyntaxError as exc:
+                self.failed[path] = ("PC001", exc.msg, exc.lineno or 1, max(exc.offset or 1, 1))
+                return None
+            except (ValueError, RecursionError, MemoryError) as exc:
+                self.failed[path] = ("PC001", str(exc) or type(exc).__name__, 1, 1)
                 return None
         module = ModuleAnalysis(path, text, tree, self.catalog, self, self.module_name(key))
         self._modules[key] = module
@@ -115,6 +125,9 @@ class Project:
                 continue
             module = self.analysis(path)
             if module is None:
+                if path in self.failed:
+                    origin.deps.add(path)
+                    origin.failed_deps.add(path)
                 return None
             self.module_globals(module)
             rest = parts[cut:]
@@ -126,9 +139,6 @@ class Project:
                 return self.resolve(".".join([imported, *rest[1:]]), origin, depth + 1)
             return None
         return None
-
-    def modules_for_class(self, info: ClassInfo) -> list[ModuleAnalysis]:
-        return [m for m in self._modules.values() if m is not None and info in m.classes.values()]
 
     # ------------------------------------------------------------- templates
     def template_text(self, module: ModuleAnalysis, name: str) -> tuple[str, str] | None:
