@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from promptlint import __version__
 from promptlint.model import Diagnostic, Settings
-from promptlint.source import SourceError, decode_source
+from promptlint.source import SourceError, decode_source, display_path
 
 _IMPORT_NAMES = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))", re.MULTILINE)
 PARALLEL_THRESHOLD = 12
@@ -86,7 +86,7 @@ def analyze_file(path: str, text: str, project, extra_names: frozenset[str] = fr
         found = list(module.diagnostics)
         for dep in sorted(module.failed_deps):
             code, detail, line, col = project.failed[dep]
-            found.append(_meta(_display_path(dep, path), code, detail, line, col))
+            found.append(_meta(display_path(dep), code, detail, line, col))
         return FileResult(found, sorted(d for d in module.deps if d != path), True, module.param_sink_functions())
     except RecursionError:
         return FileResult([_meta(path, "PC004", "expression nesting too deep")], analyzed=True)
@@ -94,11 +94,6 @@ def analyze_file(path: str, text: str, project, extra_names: frozenset[str] = fr
         if getattr(project, "strict", False):
             raise
         return FileResult([_meta(path, "PC004", f"{type(exc).__name__}: {exc}")], analyzed=True)
-
-
-def _display_path(path: str, like: str) -> str:
-    """Show ``path`` the way the user named ``like`` (relative or absolute)."""
-    return path if os.path.isabs(like) else os.path.relpath(path)
 
 
 # --------------------------------------------------------------------- workers

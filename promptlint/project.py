@@ -14,7 +14,7 @@ from pathlib import Path
 from promptlint.analysis import ClassInfo, FunctionRef, ModuleAnalysis
 from promptlint.catalog import Catalog
 from promptlint.model import TraceStep
-from promptlint.source import SourceError, decode_source
+from promptlint.source import SourceError, decode_source, display_path
 
 _TEMPLATE_DIRS = ("", "templates", "prompts", "prompt", "config", "configs")
 
@@ -100,7 +100,7 @@ class Project:
             except (ValueError, RecursionError, MemoryError) as exc:
                 self.failed[path] = ("PC001", str(exc) or type(exc).__name__, 1, 1)
                 return None
-        module = ModuleAnalysis(path, text, tree, self.catalog, self, self.module_name(key))
+        module = ModuleAnalysis(display_path(path), text, tree, self.catalog, self, self.module_name(key))
         self._modules[key] = module
         return module
 
@@ -160,8 +160,7 @@ class Project:
                         except (OSError, UnicodeDecodeError):
                             text = None
                         if text is not None:
-                            shown = candidate if os.path.isabs(module.path) else os.path.relpath(candidate)
-                            found = (shown, text)
+                            found = (display_path(candidate), text)
                         break
                 if found:
                     break

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import os
 import re
 
 # PEP 263: a coding cookie in a comment on line 1 or 2.
@@ -46,3 +47,14 @@ def decode_source(raw: bytes) -> str:
         line = raw[: exc.start].count(b"\n") + 1
         raise SourceError("PC002", f"{encoding} (line {line}: {exc.reason})") from None
     return text
+
+
+def display_path(path: str) -> str:
+    """How a path is shown: relative to the working directory when it lies below it (like ruff)."""
+    if not os.path.isabs(path):
+        return path
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return path
+    return path if rel.startswith("..") else rel
