@@ -858,14 +858,27 @@ class FunctionAnalysis:
             items = base.items
             return Val(taints, items=items, node=node, template=base.template)
         return Val(merge(taints, tuple(t for t in key.taints if t.label == "volatile")), node=node,
-                   origin=f"{base.origin}[]" if base.origin else None, template=base.template)
+                   origin=f"{base.origin}[]" if base.origin else None, template=self._template_entry(base.template, key.const))
+
+    def _template_entry(self, where: TraceStep | None, key) -> TraceStep | None:
+        """``config["system_prompt"]`` of a YAML/JSON template file: narrow to that key's line."""
+        if where is None or not isinstance(key, str) or where.path == self.m.path or self.m.project is None:
+            return where
+        lines = self.m.project.template_lines(where.path) or []
+        pattern = re.compile(r"^\s*[\"']?%s[\"']?\s*:" % re.escape(key))
+        for i, line in enumerate(lines[where.line - 1:], where.line):
+            if pattern.match(line):
+                return TraceStep(where.path, i, 1, f"`{key}` in {where.path}")
+        return where
 
     def eval_BinOp(self, node: ast.BinOp) -> Val:
         left, right = self.eval(node.left), self.eval(node.right)
         items = None
         if isinstance(node.op, ast.Add) and left.items is not None:
             items = left.items + (right.items or [])
-        template = left.template if isinstance(node.op, ast.Mod) else None
+        # `"..." % x` keeps the template; `PROMPTS_DIR / "agent.yaml"` and `+` keep a file's.
+        template = left.template if isinstance(node.op, ast.Mod) else (
+            (left.template or right.template) if isinstance(node.op, (ast.Div, ast.Add)) else None)
         return Val(merge(left.taints, right.taints), items=items, node=node, template=template)
 
     def eval_BoolOp(self, node: ast.BoolOp) -> Val:
@@ -1142,7 +1155,7 @@ class FunctionAnalysis:
     def _placeholder_step(self, where: TraceStep, name: str, text_lines: list[str] | None) -> TraceStep | None:
         pattern = re.compile(r"\{\{?\s*%s\s*[}|!:.\[]|\$\{?%s\b" % (re.escape(name), re.escape(name)))
         if text_lines is not None:
-            for i, line in enumerate(text_lines, 1):
+            for i, line in enumerate(text_lines[where.line - 1:], where.line):
                 m = pattern.search(line)
                 if m:
                     return TraceStep(where.path, i, m.start() + 1, f"placeholder `{{{name}}}` in template")
@@ -1257,7 +1270,9 @@ class FunctionAnalysis:
         checks += [c for shape, c in catalog.check_shapes if shape == tail and self.m.imports_library(c.imports)]
         for check in checks:
             if all(self._condition(c, kwargs) for c in check.when):
-                self.m.emit_check(check.code, node, check.detail or origin)
+                # Point at the offending keyword when the check is about one (inject_date=...).
+                at = next((k.value for c in check.when if c.op != "missing" for k in node.keywords if k.arg == c.keyword), node)
+                self.m.emit_check(check.code, at, check.detail or origin)
         if specs and specs[0].id == "anthropic-messages":
             self._count_breakpoints(node, kwargs)
 
@@ -1329,8 +1344,13 @@ class FunctionAnalysis:
         elif kind == "anthropic-messages":
             if val.items is None:
                 return
+            messages = val.items
+            if any(m.keys is None for m in messages):
+                # Replayed history (`[*history, turn]`): the latest turn is volatile by design and
+                # is read back verbatim next turn, so a rolling breakpoint on it is correct.
+                messages = messages[:-1]
             blocks = []
-            for msg in val.items:
+            for msg in messages:
                 content = msg.keys.get("content") if msg.keys is not None else None
                 if content is None:
                     blocks.append((msg, False))
