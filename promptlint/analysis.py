@@ -347,6 +347,8 @@ class ModuleAnalysis:
             summary = self.summaries.get(id(ref.node))
             if summary is not None and summary.param_sinks:
                 out.append(ref.node.name)
+                if ref.cls is not None:  # `Builder(text)` names the class, not `__init__`
+                    out.append(ref.cls.name)
         return sorted(set(out))
 
     def summary(self, ref: FunctionRef) -> Summary:

@@ -19,6 +19,7 @@ from promptlint.engine import FileResult, settings_fingerprint
 from promptlint.model import Settings
 
 CACHE_DIR = ".promptlint_cache"
+FORMAT = "3"  # bump when the entry layout changes
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by promptlint.\n"
 
 
@@ -35,7 +36,7 @@ class LintCache:
 
     def __init__(self, directory: str, fingerprint: str):
         self.directory = directory
-        digest = hashlib.blake2b(fingerprint.encode(), digest_size=10).hexdigest()
+        digest = hashlib.blake2b(f"{FORMAT}|{fingerprint}".encode(), digest_size=10).hexdigest()
         self.pack = os.path.join(directory, f"results-{digest}.pickle")
         self.entries: dict[str, tuple] = {}
         self.dirty = False
@@ -52,21 +53,28 @@ class LintCache:
         root = os.path.abspath(settings.root or ".")
         return cls(os.path.join(root, CACHE_DIR), settings_fingerprint(settings))
 
-    def lookup(self, path: str) -> tuple[FileResult, set[str]] | None:
+    def lookup(self, path: str) -> tuple[FileResult, str] | None:
+        """The cached result and import names (space-separated) of an unchanged file."""
         entry = self.entries.get(os.path.abspath(path))
         if entry is None:
             return None
-        key, result, deps, imports = entry
+        try:
+            key, result, deps, imports = entry
+            imports.encode
+        except (TypeError, ValueError, AttributeError):
+            return None  # an entry from another layout is a miss
         if key != _stat_key(path):
             return None
         for dep_path, dep_key in deps:
             if _stat_key(dep_path) != dep_key:
                 return None
-        return result, imports
+        return (result if result is not None else FileResult()), imports
 
-    def store(self, path: str, result: FileResult, imports: set[str]) -> None:
+    def store(self, path: str, result: FileResult, imports: str) -> None:
         deps = [(d, _stat_key(d)) for d in result.deps]
-        self.entries[os.path.abspath(path)] = (_stat_key(path), result, deps, imports)
+        empty = not (result.diagnostics or result.analyzed or result.has_marker or deps)
+        # Most files hold nothing: store None and no imports unless a later round may need them.
+        self.entries[os.path.abspath(path)] = (_stat_key(path), None if empty else result, deps, imports)
         self.dirty = True
 
     def save(self) -> None:

@@ -23,6 +23,7 @@ from promptlint.source import SourceError, decode_source, display_path
 
 _IMPORT_NAMES = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))", re.MULTILINE)
 PARALLEL_THRESHOLD = 12
+CHUNKS_PER_JOB = 4
 
 
 @dataclass
@@ -43,6 +44,7 @@ class FileResult:
     deps: list[str] = field(default_factory=list)  # other files the analysis read
     analyzed: bool = False
     param_sink_functions: list[str] = field(default_factory=list)  # functions whose params reach sinks
+    has_marker: bool = False  # the text holds "promptlint:" (a suppression comment, maybe)
 
 
 # ------------------------------------------------------------------------ one file
@@ -112,9 +114,9 @@ def _make_project(settings: Settings, roots: list[str], strict: bool):
     return Project(catalog, roots, strict=strict, max_file_bytes=settings.max_file_bytes)
 
 
-def _worker_task(item: tuple[str, str]) -> tuple[str, FileResult]:
-    path, text = item
-    return path, analyze_file(path, text, _WORKER["project"])
+def _worker_task(item: tuple[str, str, frozenset[str]]) -> tuple[str, FileResult]:
+    path, text, extra_names = item
+    return path, analyze_file(path, text, _WORKER["project"], extra_names)
 
 
 def _rule_files(settings: Settings) -> tuple[str, ...]:
@@ -123,7 +125,8 @@ def _rule_files(settings: Settings) -> tuple[str, ...]:
 
 
 # ------------------------------------------------------------------------- runs
-def _imported_modules(text: str) -> set[str]:
+def _imported_modules(text: str) -> str:
+    """Names a file imports (modules and imported names), space-separated for a compact cache."""
     names = set()
     for m in _IMPORT_NAMES.finditer(text):
         if m.group(1):
@@ -137,7 +140,7 @@ def _imported_modules(text: str) -> set[str]:
             for part in re.split(r"[,\s]+", m.group(3)):
                 if part and part != "as":
                     names.add(part.rsplit(".", 1)[-1])
-    return names
+    return " ".join(sorted(names))
 
 
 def _stem(path: str) -> str:
@@ -159,7 +162,7 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
         cache = LintCache.for_run(settings, files)
     results: dict[str, FileResult] = {}
     texts: dict[str, str] = {}
-    imports: dict[str, set[str]] = {}
+    imports: dict[str, str] = {}
     pending: list[str] = []
     for path in files:
         hit = cache.lookup(path) if cache is not None else None
@@ -173,7 +176,7 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
         text, problem = read_text(path, settings.max_file_bytes)
         if problem is not None:
             results[path] = FileResult([problem])
-            imports[path] = set()
+            imports[path] = ""
             continue
         texts[path] = text
         imports[path] = _imported_modules(text)
@@ -189,69 +192,69 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
     analyzed_count = 0
     done_total = 0
     rounds = 0
+    extra_names: frozenset[str] = frozenset()
     while to_analyze:
         rounds += 1
-        batch = _run_batch(to_analyze, texts, settings, roots, jobs, strict, progress, done_total, len(files))
+        batch = _run_batch(to_analyze, texts, settings, roots, jobs, strict, progress, done_total, len(files), extra_names)
         results.update(batch)
         analyzed_count += len(batch)
         done_total += len(batch)
         # Callers of functions that carry a parameter into a sink must be analysed too.
-        exporters = {_stem(p) for p, r in results.items() if r.exports_param_sinks}
+        exporters = {_stem(p) for p, r in results.items() if r.param_sink_functions}
+        extra_names = frozenset(n for r in results.values() for n in r.param_sink_functions)
         to_analyze = []
         for path in files:
             r = results.get(path)
             if r is not None and (r.analyzed or r.diagnostics):
                 continue
-            if exporters & imports.get(path, set()):
+            if exporters and not exporters.isdisjoint(imports.get(path, "").split()):
                 if path not in texts:
                     text, problem = read_text(path, settings.max_file_bytes)
                     if problem is not None:
                         results[path] = FileResult([problem])
                         continue
                     texts[path] = text
-                to_analyze.append(path)
+                # Only files that name one of those functions can pass anything into them.
+                if any(name in texts[path] for name in extra_names):
+                    to_analyze.append(path)
         if rounds > 20:
             break
+    for path, text in texts.items():
+        if "promptlint:" in text and path in results:
+            results[path].has_marker = True
     if cache is not None:
         for path in pending:
             if path in results:
-                cache.store(path, results[path], imports.get(path, set()))
+                cache.store(path, results[path], imports.get(path, ""))
         cache.save()
     diagnostics: list[Diagnostic] = []
-    codes = known_codes()
     from promptlint.config import is_selected
-    from promptlint.suppress import apply_suppressions
 
     for path in files:
-        found = results[path].diagnostics
-        text = texts.get(path)
-        if found or (text is not None and "promptlint:" in text) or (text is None and results[path].analyzed is False and _has_marker(path)):
+        result = results[path]
+        found = result.diagnostics
+        if found or result.has_marker:
+            text = texts.get(path)
             if text is None:
                 text, _ = read_text(path, settings.max_file_bytes)
             if text is not None:
-                found = apply_suppressions(path, text, list(found), codes)
+                from promptlint.suppress import apply_suppressions
+
+                found = apply_suppressions(path, text, list(found), known_codes())
         diagnostics.extend(d for d in found if is_selected(d.code, d.path, settings))
     unique = {(d.path, d.line, d.column, d.code, d.message, d.trace): d for d in diagnostics}
     return LintReport(sorted(unique.values(), key=Diagnostic.sort_key), len(files), analyzed_count,
                       len(files) - len(pending))
 
 
-def _has_marker(path: str) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            return b"promptlint:" in handle.read()
-    except OSError:
-        return False
-
-
 def _run_batch(paths: list[str], texts: dict[str, str], settings: Settings, roots: list[str], jobs: int | None,
-               strict: bool, progress, done: int, total: int) -> dict[str, FileResult]:
+               strict: bool, progress, done: int, total: int, extra_names: frozenset[str] = frozenset()) -> dict[str, FileResult]:
     jobs = jobs or os.cpu_count() or 1
     out: dict[str, FileResult] = {}
     if jobs <= 1 or len(paths) < PARALLEL_THRESHOLD:
         project = _make_project(settings, roots, strict)
         for path in paths:
-            out[path] = analyze_file(path, texts[path], project)
+            out[path] = analyze_file(path, texts[path], project, extra_names)
             done += 1
             if progress:
                 progress(done, total)
@@ -259,10 +262,11 @@ def _run_batch(paths: list[str], texts: dict[str, str], settings: Settings, root
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else multiprocessing.get_context()
-    # Big files first so the pool does not end on one straggler.
-    work = sorted(((p, texts[p]) for p in paths), key=lambda item: -len(item[1]))
+    # Neighbouring files share helper modules: chunks of neighbours parse each helper in one
+    # worker instead of in all of them.
+    work = [(p, texts[p], extra_names) for p in sorted(paths)]
     with ctx.Pool(jobs, initializer=_worker_init, initargs=(settings, roots, strict)) as pool:
-        for path, result in pool.imap_unordered(_worker_task, work, chunksize=max(1, len(work) // (jobs * 8))):
+        for path, result in pool.imap_unordered(_worker_task, work, chunksize=max(1, len(work) // (jobs * CHUNKS_PER_JOB))):
             out[path] = result
             done += 1
             if progress:
