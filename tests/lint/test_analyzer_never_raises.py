@@ -1,0 +1,45 @@
+"""Robustness: the analyzer survives any syntactically valid program (hypothesmith)."""
+
+from __future__ import annotations
+
+import hypothesmith
+from hypothesis import HealthCheck, given, settings
+
+from promptlint.engine import lint_source
+from promptlint.model import Diagnostic
+
+QUICK = settings(
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+)
+
+# Most generated programs import no LLM library, so the prefilter would skip them; this
+# trailer makes every program reach the full analysis (a sink call at module level).
+SINK_TRAILER = (
+    "\nimport anthropic\n"
+    "anthropic.Anthropic().messages.create(model='m', max_tokens=1, system=[], tools=[], messages=[])\n"
+)
+
+
+def check(source: str) -> None:
+    for text in (source, source + SINK_TRAILER):
+        diagnostics = lint_source(text)
+        assert isinstance(diagnostics, list)
+        assert all(isinstance(d, Diagnostic) for d in diagnostics)
+        # PC004 is the analyzer catching its own crash: that is the failure this test looks for.
+        crashes = [d for d in diagnostics if d.code == "PC004"]
+        assert not crashes, crashes[0].message
+
+
+@QUICK
+@given(hypothesmith.from_grammar())
+def test_programs_from_the_grammar_never_crash_the_analyzer(source):
+    check(source)
+
+
+# from_node spends ~80 ms generating each program; 30 keeps this test to a few seconds.
+@settings(QUICK, max_examples=30)
+@given(hypothesmith.from_node())
+def test_programs_from_libcst_nodes_never_crash_the_analyzer(source):
+    check(source)
