@@ -320,7 +320,9 @@ class ModuleAnalysis:
         for info in self.classes.values():
             refs += info.methods.values()
         todo = [r for r in refs if self.catalog.prefilter.search(self._segment(r.node))]
-        names = set(extra_names)
+        # Globals holding a stable template (`prompt = ChatPromptTemplate.from_messages(...)`):
+        # a function that fills one writes a stable layer without naming any sink token.
+        names = set(extra_names) | {n for n, v in self.globals.items() if v.sink_layer}
         if names:
             todo += [r for r in refs if r not in todo and self._mentions(r.node, names)]
         while todo:
