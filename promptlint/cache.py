@@ -40,6 +40,7 @@ class LintCache:
         self.pack = os.path.join(directory, f"results-{digest}.pickle")
         self.entries: dict[str, tuple] = {}
         self.dirty = False
+        self._cwd = os.getcwd()
         try:
             with open(self.pack, "rb") as handle:
                 loaded = pickle.load(handle)
@@ -55,7 +56,7 @@ class LintCache:
 
     def lookup(self, path: str) -> tuple[FileResult, str] | None:
         """The cached result and import names (space-separated) of an unchanged file."""
-        entry = self.entries.get(os.path.abspath(path))
+        entry = self.entries.get(self._key(path))
         if entry is None:
             return None
         try:
@@ -74,8 +75,12 @@ class LintCache:
         deps = [(d, _stat_key(d)) for d in result.deps]
         empty = not (result.diagnostics or result.analyzed or result.has_marker or deps)
         # Most files hold nothing: store None and no imports unless a later round may need them.
-        self.entries[os.path.abspath(path)] = (_stat_key(path), None if empty else result, deps, imports)
+        self.entries[self._key(path)] = (_stat_key(path), None if empty else result, deps, imports)
         self.dirty = True
+
+    def _key(self, path: str) -> str:
+        # Joined, not normalised: discovery yields one spelling per file, and this runs per file.
+        return path if os.path.isabs(path) else os.path.join(self._cwd, path)
 
     def save(self) -> None:
         if not self.dirty:

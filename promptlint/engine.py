@@ -22,8 +22,8 @@ from promptlint.model import Diagnostic, Settings
 from promptlint.source import SourceError, decode_source, display_path
 
 _IMPORT_NAMES = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))", re.MULTILINE)
-PARALLEL_THRESHOLD = 12
-CHUNKS_PER_JOB = 4
+PARALLEL_THRESHOLD = 48  # files to read; below this a pool costs more than it saves
+CHUNKS_PER_JOB = 16  # small chunks of neighbours: helpers shared, load balanced
 
 
 @dataclass
@@ -104,6 +104,7 @@ _WORKER: dict = {}
 
 def _worker_init(settings: Settings, roots: list[str], strict: bool) -> None:
     _WORKER["project"] = _make_project(settings, roots, strict)
+    _WORKER["max_bytes"] = settings.max_file_bytes
 
 
 def _make_project(settings: Settings, roots: list[str], strict: bool):
@@ -114,9 +115,60 @@ def _make_project(settings: Settings, roots: list[str], strict: bool):
     return Project(catalog, roots, strict=strict, max_file_bytes=settings.max_file_bytes)
 
 
-def _worker_task(item: tuple[str, str, frozenset[str]]) -> tuple[str, FileResult]:
-    path, text, extra_names = item
-    return path, analyze_file(path, text, _WORKER["project"], extra_names)
+def _first_pass(path: str) -> tuple[str, FileResult, str]:
+    """Read one file, note its imports, analyse it if it may hold a sink."""
+    text, problem = read_text(path, _WORKER["max_bytes"])
+    if problem is not None:
+        return path, FileResult([problem]), ""
+    project = _WORKER["project"]
+    result = analyze_file(path, text, project) if project.catalog.might_contain_sink(text) else FileResult()
+    result.has_marker = "promptlint:" in text
+    return path, result, _imported_modules(text)
+
+
+def _second_pass(item: tuple[str, frozenset[str]]) -> tuple[str, FileResult, str]:
+    """Analyse a caller of functions that carry parameters into sinks."""
+    path, extra_names = item
+    text, problem = read_text(path, _WORKER["max_bytes"])
+    if problem is not None:
+        return path, FileResult([problem]), ""
+    result = analyze_file(path, text, _WORKER["project"], extra_names)
+    result.has_marker = "promptlint:" in text
+    return path, result, _imported_modules(text)
+
+
+class _Workers:
+    """Runs file tasks in this process or on a pool kept for the whole run, so later rounds
+    reuse the helper-module summaries the workers already built."""
+
+    def __init__(self, settings: Settings, roots: list[str], jobs: int | None, strict: bool, files: int):
+        self.settings, self.roots, self.strict = settings, roots, strict
+        self.jobs = jobs or os.cpu_count() or 1
+        self.parallel = self.jobs > 1 and files >= PARALLEL_THRESHOLD
+        self.pool = None
+
+    def map(self, func, items: list):
+        if not self.parallel:
+            if "project" not in _WORKER or _WORKER.get("owner") is not self:
+                _worker_init(self.settings, self.roots, self.strict)
+                _WORKER["owner"] = self
+            yield from map(func, items)
+            return
+        if self.pool is None:
+            import multiprocessing
+
+            methods = multiprocessing.get_all_start_methods()
+            ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+            self.pool = ctx.Pool(self.jobs, initializer=_worker_init, initargs=(self.settings, self.roots, self.strict))
+        # Neighbouring files share helper modules: chunks of neighbours parse each helper once.
+        chunk = max(1, len(items) // (self.jobs * CHUNKS_PER_JOB))
+        yield from self.pool.imap_unordered(func, items, chunksize=chunk)
+
+    def close(self) -> None:
+        _WORKER.pop("owner", None)
+        if self.pool is not None:
+            self.pool.close()
+            self.pool.join()
 
 
 def _rule_files(settings: Settings) -> tuple[str, ...]:
@@ -143,6 +195,11 @@ def _imported_modules(text: str) -> str:
     return " ".join(sorted(names))
 
 
+def _names_any(path: str, names: frozenset[str]) -> bool:
+    text, _ = read_text(path, 10**9)
+    return text is not None and any(name in text for name in names)
+
+
 def _stem(path: str) -> str:
     name = os.path.basename(path)[:-3]
     return os.path.basename(os.path.dirname(path)) if name == "__init__" else name
@@ -161,7 +218,6 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
 
         cache = LintCache.for_run(settings, files)
     results: dict[str, FileResult] = {}
-    texts: dict[str, str] = {}
     imports: dict[str, str] = {}
     pending: list[str] = []
     for path in files:
@@ -170,58 +226,36 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
             results[path], imports[path] = hit
             continue
         pending.append(path)
-    catalog = None
-    to_analyze: list[str] = []
-    for path in pending:
-        text, problem = read_text(path, settings.max_file_bytes)
-        if problem is not None:
-            results[path] = FileResult([problem])
-            imports[path] = ""
-            continue
-        texts[path] = text
-        imports[path] = _imported_modules(text)
-        if catalog is None:
-            from promptlint.catalog import load_catalog
-
-            catalog = load_catalog(_rule_files(settings), settings.memory_files)
-        if catalog.might_contain_sink(text):
-            to_analyze.append(path)
-        else:
-            results[path] = FileResult()
     roots = list(settings.src)
+    workers = _Workers(settings, roots, jobs, strict, len(pending))
     analyzed_count = 0
-    done_total = 0
-    rounds = 0
-    extra_names: frozenset[str] = frozenset()
-    while to_analyze:
-        rounds += 1
-        batch = _run_batch(to_analyze, texts, settings, roots, jobs, strict, progress, done_total, len(files), extra_names)
-        results.update(batch)
-        analyzed_count += len(batch)
-        done_total += len(batch)
-        # Callers of functions that carry a parameter into a sink must be analysed too.
-        exporters = {_stem(p) for p, r in results.items() if r.param_sink_functions}
-        extra_names = frozenset(n for r in results.values() for n in r.param_sink_functions)
-        to_analyze = []
-        for path in files:
-            r = results.get(path)
-            if r is not None and (r.analyzed or r.diagnostics):
-                continue
-            if exporters and not exporters.isdisjoint(imports.get(path, "").split()):
-                if path not in texts:
-                    text, problem = read_text(path, settings.max_file_bytes)
-                    if problem is not None:
-                        results[path] = FileResult([problem])
-                        continue
-                    texts[path] = text
-                # Only files that name one of those functions can pass anything into them.
-                if any(name in texts[path] for name in extra_names):
-                    to_analyze.append(path)
-        if rounds > 20:
-            break
-    for path, text in texts.items():
-        if "promptlint:" in text and path in results:
-            results[path].has_marker = True
+    done = len(files) - len(pending)
+    try:
+        for path, result, names in workers.map(_first_pass, sorted(pending)):
+            results[path], imports[path] = result, names
+            analyzed_count += result.analyzed
+            done += 1
+            if progress:
+                progress(done, len(files))
+        # Callers of functions that carry a parameter into a sink are analysed too, in rounds
+        # until no new such function appears. Only files that import the module and name the
+        # function can pass anything into it.
+        seen: frozenset[str] = frozenset()
+        for _ in range(20):
+            extra_names = frozenset(n for r in results.values() for n in r.param_sink_functions)
+            if extra_names <= seen:
+                break
+            seen = extra_names
+            exporters = {_stem(p) for p, r in results.items() if r.param_sink_functions}
+            todo = [p for p in files if not results[p].analyzed and not results[p].diagnostics
+                    and not exporters.isdisjoint(imports.get(p, "").split()) and _names_any(p, extra_names)]
+            for path, result, names in workers.map(_second_pass, [(p, extra_names) for p in todo]):
+                results[path], imports[path] = result, names
+                analyzed_count += 1
+                if path not in pending:
+                    pending.append(path)
+    finally:
+        workers.close()
     if cache is not None:
         for path in pending:
             if path in results:
@@ -234,9 +268,7 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
         result = results[path]
         found = result.diagnostics
         if found or result.has_marker:
-            text = texts.get(path)
-            if text is None:
-                text, _ = read_text(path, settings.max_file_bytes)
+            text, _ = read_text(path, settings.max_file_bytes)
             if text is not None:
                 from promptlint.suppress import apply_suppressions
 
@@ -245,33 +277,6 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
     unique = {(d.path, d.line, d.column, d.code, d.message, d.trace): d for d in diagnostics}
     return LintReport(sorted(unique.values(), key=Diagnostic.sort_key), len(files), analyzed_count,
                       len(files) - len(pending))
-
-
-def _run_batch(paths: list[str], texts: dict[str, str], settings: Settings, roots: list[str], jobs: int | None,
-               strict: bool, progress, done: int, total: int, extra_names: frozenset[str] = frozenset()) -> dict[str, FileResult]:
-    jobs = jobs or os.cpu_count() or 1
-    out: dict[str, FileResult] = {}
-    if jobs <= 1 or len(paths) < PARALLEL_THRESHOLD:
-        project = _make_project(settings, roots, strict)
-        for path in paths:
-            out[path] = analyze_file(path, texts[path], project, extra_names)
-            done += 1
-            if progress:
-                progress(done, total)
-        return out
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else multiprocessing.get_context()
-    # Neighbouring files share helper modules: chunks of neighbours parse each helper in one
-    # worker instead of in all of them.
-    work = [(p, texts[p], extra_names) for p in sorted(paths)]
-    with ctx.Pool(jobs, initializer=_worker_init, initargs=(settings, roots, strict)) as pool:
-        for path, result in pool.imap_unordered(_worker_task, work, chunksize=max(1, len(work) // (jobs * CHUNKS_PER_JOB))):
-            out[path] = result
-            done += 1
-            if progress:
-                progress(done, total)
-    return out
 
 
 def lint_source(text: str, path: str = "example.py", settings: Settings | None = None) -> list[Diagnostic]:
