@@ -1,0 +1,41 @@
+"""The reference prompt assembler: a versioned contract of ordered layers, rendered per provider.
+
+    from promptlint.contract import PromptContract, Layer, Skill
+
+The contract orders layers global < project < session < turn, renders them to each provider's
+wire shape with cache breakpoints, pads short prefixes up to the model's cache floor and hashes
+the cacheable prefix (see docs/contract.md).
+"""
+
+from promptlint.contract.contract import (
+    DEFAULT_MODELS,
+    PrefixReport,
+    PromptContract,
+    RenderedRequest,
+    Session,
+    SkillBudget,
+    SkillBudgetError,
+    SkillBudgetWarning,
+)
+from promptlint.contract.layers import STABILITIES, ContractError, Layer, Skill, ToolSpec, canonical_json
+from promptlint.contract.openai import prompt_cache_key
+from promptlint.contract.padding import OPERATING_CONTEXT
+
+__all__ = [
+    "DEFAULT_MODELS",
+    "OPERATING_CONTEXT",
+    "STABILITIES",
+    "ContractError",
+    "Layer",
+    "PrefixReport",
+    "PromptContract",
+    "RenderedRequest",
+    "Session",
+    "Skill",
+    "SkillBudget",
+    "SkillBudgetError",
+    "SkillBudgetWarning",
+    "ToolSpec",
+    "canonical_json",
+    "prompt_cache_key",
+]

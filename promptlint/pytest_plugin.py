@@ -1,0 +1,46 @@
+"""pytest plugin (entry point ``pytest11``): assert prompt contracts against their goldens.
+
+    def test_support_bot_prefix_is_unchanged(promptlint_golden):
+        promptlint_golden(contract)                       # fixtures/golden by default
+        promptlint_golden(contract, directory="tests/golden")
+
+Run ``pytest --promptlint-update-goldens`` after a deliberate version bump to rewrite them.
+The plugin imports nothing heavy until the fixture is used.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+
+UPDATE_OPTION = "--promptlint-update-goldens"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register ``--promptlint-update-goldens``."""
+    group = parser.getgroup("promptlint")
+    group.addoption(UPDATE_OPTION, action="store_true", default=False,
+                    help="Rewrite promptlint golden prefix-hash files instead of checking them.")
+
+
+@pytest.fixture
+def promptlint_golden(request: pytest.FixtureRequest) -> Callable[..., None]:
+    """A function ``check(contract, directory="fixtures/golden")`` that fails the test on a mismatch.
+
+    Relative directories resolve against pytest's rootdir, so the test passes from any cwd.
+    """
+    from promptlint.golden import DEFAULT_DIR, assert_matches_golden
+
+    update = bool(request.config.getoption(UPDATE_OPTION))
+    root = request.config.rootpath
+
+    def check(contract: Any, directory: str = DEFAULT_DIR) -> None:
+        __tracebackhide__ = True
+        path = root / directory
+        try:
+            assert_matches_golden(contract, path, update=update)
+        except AssertionError as exc:
+            pytest.fail(str(exc), pytrace=False)
+
+    return check

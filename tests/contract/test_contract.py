@@ -1,0 +1,249 @@
+"""Building, filling and rendering a prompt contract."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+
+from promptlint import providers
+from promptlint.contract import (
+    ContractError,
+    Layer,
+    PromptContract,
+    Skill,
+    SkillBudget,
+    SkillBudgetError,
+    SkillBudgetWarning,
+)
+from promptlint.contract.padding import OPERATING_CONTEXT
+
+USER = {"role": "user", "content": "What changed?"}
+
+
+def test_a_more_stable_layer_after_a_less_stable_one_is_rejected():
+    with pytest.raises(ContractError, match="'rules' \\(global\\) comes after layer 'workspace' \\(session\\)"):
+        PromptContract("c", "v1", [Layer("workspace", stability="session"), Layer("rules", text="x")])
+
+
+def test_a_global_layer_without_content_is_rejected():
+    with pytest.raises(ContractError, match="no content"):
+        Layer("identity", stability="global")
+
+
+def test_tools_in_a_session_layer_are_rejected():
+    with pytest.raises(ContractError, match="tools and skill indexes belong in global or project"):
+        Layer("t", tools=[{"name": "x"}], stability="session")
+
+
+def test_unknown_stability_is_rejected():
+    with pytest.raises(ContractError, match="unknown stability 'daily'"):
+        Layer("x", text="x", stability="daily")
+
+
+def test_filling_a_global_layer_per_session_is_rejected(small_contract):
+    with pytest.raises(ContractError, match="'identity' is global"):
+        small_contract.session(identity="other", workspace="/w")
+
+
+def test_filling_a_session_layer_per_turn_is_rejected(small_contract):
+    session = small_contract.session(workspace="/w")
+    with pytest.raises(ContractError, match="'workspace' is session and cannot change per turn"):
+        session.render("anthropic", turn={"workspace": "/other"}, messages=[USER])
+
+
+def test_a_missing_session_layer_is_rejected(small_contract):
+    with pytest.raises(ContractError, match="workspace not filled"):
+        small_contract.session()
+
+
+def test_anthropic_wire_order_is_tools_system_messages(small_contract):
+    kwargs = small_contract.session(workspace="/w").render("anthropic", messages=[USER])
+    assert [key for key in kwargs if key in ("tools", "system", "messages")] == ["tools", "system", "messages"]
+
+
+def test_anthropic_breakpoints_sit_on_the_last_tool_and_the_stable_system_blocks(small_contract):
+    kwargs = small_contract.session(workspace="/w").render("anthropic", messages=[USER], turn={"memory": "NOTE-42"})
+    assert "cache_control" in kwargs["tools"][-1]
+    assert all("cache_control" in block for block in kwargs["system"])
+    assert "NOTE-42" not in json.dumps(kwargs["system"])
+
+
+def test_anthropic_never_uses_more_than_four_breakpoints(small_contract):
+    history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(11)]
+    kwargs = small_contract.session(workspace="/w").render("anthropic", messages=history, rolling_breakpoints=10)
+    assert json.dumps(dict(kwargs)).count('"cache_control"') == 4
+    assert kwargs.prefix.breakpoints == ("tools[0]", "system[0]", "system[1]", "messages[9]")
+
+
+def test_anthropic_ttl_1h_is_written_on_every_marker(small_contract):
+    kwargs = small_contract.session(workspace="/w").render("anthropic", messages=[USER], ttl="1h")
+    assert kwargs["tools"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+
+
+def test_an_unsupported_ttl_is_rejected(small_contract):
+    with pytest.raises(ContractError, match="5m or 1h"):
+        small_contract.session(workspace="/w").render("anthropic", messages=[USER], ttl="2h")
+
+
+def test_turn_layers_and_skills_form_one_ephemeral_user_message_before_the_users_message(small_contract):
+    skill = Skill("a-skill", "A.", "Body of A.")
+    kwargs = small_contract.session(workspace="/w").render(
+        "anthropic", turn={"memory": "likes tea"}, skills=[skill], messages=[USER])
+    context = kwargs["messages"][kwargs.ephemeral[0]]
+    assert kwargs.ephemeral == (0,) and kwargs["messages"][1] == USER
+    text = context["content"][0]["text"]
+    assert '<context name="memory">\nlikes tea\n</context>' in text and '<skill name="a-skill">' in text
+
+
+def test_history_drops_the_ephemeral_context_message(small_contract):
+    kwargs = small_contract.session(workspace="/w").render("openai", turn={"memory": "x"}, messages=[USER])
+    assert USER in kwargs.history() and all("<context" not in json.dumps(m) for m in kwargs.history())
+
+
+def test_skill_index_is_sorted_by_name(small_contract):
+    text = small_contract.layer("skills").index_text()
+    assert text.index("a-skill") < text.index("b-skill")
+
+
+def test_a_short_prefix_is_padded_up_to_the_model_floor(small_contract):
+    report = small_contract.placeholder_session().render("anthropic", "claude-haiku-4-5", messages=[USER]).prefix
+    assert report.tokens >= providers.cache_floor("anthropic", "claude-haiku-4-5")
+    assert "(padding)" in report.layers
+
+
+def test_padding_uses_skill_bodies_in_name_order_then_the_operating_context(small_contract):
+    kwargs = small_contract.placeholder_session().render("anthropic", messages=[USER])
+    text = kwargs["system"][0]["text"]
+    assert text.index("Body of A.") < text.index("Body of B.") < text.index(OPERATING_CONTEXT[0])
+
+
+def test_padding_is_bounded_by_the_floor_plus_one_unit(small_contract):
+    report = small_contract.placeholder_session().render("anthropic", messages=[USER]).prefix
+    longest_unit = max(providers.count_tokens(p, "anthropic", "claude-haiku-4-5").n for p in OPERATING_CONTEXT) + 8
+    assert report.tokens <= report.floor + 16 + longest_unit + 40
+
+
+def test_a_prefix_above_the_floor_is_not_padded():
+    contract = PromptContract("long", "v1", [Layer("identity", text="word " * 5000)])
+    assert "(padding)" not in contract.prefix_report("anthropic").layers
+
+
+def test_padding_can_be_switched_off(small_contract):
+    kwargs = small_contract.placeholder_session().render("anthropic", messages=[USER], pad=False)
+    assert OPERATING_CONTEXT[0] not in json.dumps(dict(kwargs))
+
+
+def test_openai_cache_key_is_bounded_and_free_of_the_family_id(small_contract):
+    family = "user-jane.doe@example.com-session-42"
+    kwargs = small_contract.session(workspace="/w", family=family).render("openai", messages=[USER])
+    key = kwargs["prompt_cache_key"]
+    assert len(key) <= 64 and "jane" not in key and key.startswith("tiny:v1:")
+
+
+def test_openai_cache_key_differs_between_families(small_contract):
+    keys = {small_contract.session(workspace="/w", family=f).render("openai", messages=[USER])["prompt_cache_key"] for f in ("a", "b")}
+    assert len(keys) == 2
+
+
+def test_openai_cache_key_ignores_turn_content(small_contract):
+    session = small_contract.session(workspace="/w", family="f")
+    keys = {session.render("openai", messages=[USER], turn={"memory": m})["prompt_cache_key"] for m in ("a", "b")}
+    assert len(keys) == 1
+
+
+def test_gpt_5_6_gets_explicit_breakpoints_and_explicit_mode(small_contract):
+    kwargs = small_contract.session(workspace="/w").render("openai", "gpt-5.6-luna", messages=[USER])
+    assert kwargs["prompt_cache_options"] == {"mode": "explicit", "ttl": "30m"}
+    assert kwargs["messages"][0]["content"][0]["prompt_cache_breakpoint"] == {"mode": "explicit"}
+
+
+def test_pre_5_6_openai_models_keep_automatic_prefix_caching(small_contract):
+    kwargs = small_contract.session(workspace="/w").render("openai", "gpt-4.1", messages=[USER])
+    assert "prompt_cache_options" not in kwargs and "prompt_cache_breakpoint" not in json.dumps(dict(kwargs))
+    assert isinstance(kwargs["messages"][0]["content"], str)
+
+
+def test_responses_puts_stable_text_in_instructions_before_5_6(small_contract):
+    kwargs = small_contract.session(workspace="/w").render("openai-responses", "gpt-5", messages=[USER])
+    assert kwargs["instructions"].startswith("You are a helpful assistant.")
+
+
+def test_responses_moves_stable_text_into_a_marked_developer_message_from_5_6(small_contract):
+    kwargs = small_contract.session(workspace="/w").render("openai-responses", "gpt-5.6-luna", messages=[USER])
+    assert "instructions" not in kwargs
+    first = kwargs["input"][0]
+    assert first["role"] == "developer" and first["content"][0]["prompt_cache_breakpoint"] == {"mode": "explicit"}
+
+
+def test_openai_rolling_breakpoints_never_land_on_assistant_output(small_contract):
+    history = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"}, USER]
+    kwargs = small_contract.session(workspace="/w").render("openai", "gpt-5.6-luna", messages=history, rolling_breakpoints=2)
+    marked = [m for m in kwargs["messages"] if "prompt_cache_breakpoint" in json.dumps(m)]
+    assert all(m["role"] != "assistant" for m in marked)
+
+
+def test_gemini_cache_create_holds_the_stable_prefix_and_the_request_the_rest(small_contract):
+    request = small_contract.session(workspace="/w").render("gemini", messages=[USER], turn={"memory": "m"})
+    assert request.cache_create["config"]["system_instruction"] == request["config"]["system_instruction"]
+    assert "<context" not in request.cache_create["config"]["system_instruction"]
+    assert request.with_cached_content("cachedContents/x")["config"] == {"cached_content": "cachedContents/x"}
+
+
+def test_more_than_three_skills_in_a_session_is_an_error(small_contract):
+    session = small_contract.session(workspace="/w")
+    skills = [Skill(f"s{i}", "d", "body") for i in range(4)]
+    session.render("anthropic", messages=[USER], skills=skills[:3])
+    with pytest.raises(SkillBudgetError, match="limit 3"):
+        session.render("anthropic", messages=[USER], skills=skills[3:])
+
+
+def test_reactivating_a_skill_does_not_use_another_activation(small_contract):
+    session = small_contract.session(workspace="/w")
+    skill = Skill("s", "d", "body")
+    for _ in range(5):
+        session.render("anthropic", messages=[USER], skills=[skill])
+    assert session.activated == ["s"]
+
+
+def test_skill_tokens_warn_at_10000_and_stop_at_30000(small_contract):
+    session = small_contract.session(workspace="/w")
+    big = Skill("big", "d", "word " * 11_200)  # ~10,000 estimated Anthropic tokens
+    with pytest.warns(SkillBudgetWarning, match="warning at 10000"):
+        session.render("anthropic", messages=[USER], skills=[big])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        session.render("anthropic", messages=[USER], skills=[big])
+    with pytest.raises(SkillBudgetError, match="limit 30000"):
+        session.render("anthropic", messages=[USER], skills=[big])
+
+
+def test_a_rejected_skill_render_does_not_consume_budget(small_contract):
+    contract = PromptContract("b", "v1", small_contract.layers, skill_budget=SkillBudget(max_activations=1))
+    session = contract.session(workspace="/w")
+    with pytest.raises(SkillBudgetError):
+        session.render("anthropic", messages=[USER], skills=[Skill("x", "d", "b"), Skill("y", "d", "b")])
+    assert session.activated == [] and session.skill_tokens == 0
+
+
+def test_skills_enter_as_user_content_never_as_system_text(small_contract):
+    kwargs = small_contract.session(workspace="/w").render("anthropic", messages=[USER], skills=[Skill("zz", "d", "SECRET-BODY")])
+    assert "SECRET-BODY" not in json.dumps(kwargs["system"])
+
+
+def test_prefix_bytes_are_canonical_sorted_key_json(small_contract):
+    data = small_contract.prefix_bytes("anthropic")
+    assert data == json.dumps(json.loads(data), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def test_a_bad_message_role_is_a_clear_error(small_contract):
+    with pytest.raises(ContractError, match="role 'user' or 'assistant'"):
+        small_contract.session(workspace="/w").render("anthropic", messages=[{"role": "system", "content": "x"}])
+
+
+def test_anthropic_rolling_breakpoints_skip_empty_messages(small_contract):
+    history = [{"role": "user", "content": "q"}, {"role": "assistant", "content": ""}, USER]
+    kwargs = small_contract.session(workspace="/w").render("anthropic", messages=history, rolling_breakpoints=1)
+    assert kwargs.prefix.breakpoints[-1] == "messages[0]"
+    assert kwargs["messages"][1] == {"role": "assistant", "content": ""}
