@@ -997,8 +997,8 @@ class FunctionAnalysis:
         if taint.fix is not None and taint.fix.line == 0:
             end_line = getattr(node, "end_lineno", node.lineno)
             fix = Fix("wrap-sorted", node.lineno, self.m.column(node.lineno, node.col_offset), end_line,
-                      self.m.column(end_line, node.end_col_offset), True,
-                      f"wrap `{self.m.snippet(node, 30)}` in sorted()")
+                      self.m.column(end_line, node.end_col_offset), taint.fix.safe,
+                      f"wrap `{self.m.snippet(node, 30)}` in sorted()", path=self.m.path)
             return taint._replace(fix=fix)
         return taint
 
@@ -1108,7 +1108,8 @@ class FunctionAnalysis:
                 step = self.m.step(node, f"serialized without {serializer.sort_kwarg}=True")
                 end_line = getattr(node, "end_lineno", node.lineno)
                 fix = Fix("add-sort-keys", node.lineno, self.m.column(node.lineno, node.col_offset), end_line,
-                          self.m.column(end_line, node.end_col_offset), True, f"add {serializer.sort_kwarg}=True")
+                          self.m.column(end_line, node.end_col_offset), True, f"add {serializer.sort_kwarg}=True",
+                          path=self.m.path)
                 if t.param >= 0:
                     out.append(t._replace(dumped=True, steps=t.steps + (step,), fix=fix))
                 else:

@@ -42,6 +42,7 @@ class Fix:
     end_column: int
     safe: bool = True
     description: str = ""
+    path: str = ""  # the file to edit: the fix sits where the value is consumed, maybe another module
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,79 @@
+"""Which files a lint run reads: Python files under the given paths, minus the excludes.
+
+Excludes are shell globs matched against every path component (``build`` prunes any folder
+named build) and against the path relative to ``Settings.root`` (``fixtures/apps/*``).
+Like ruff without ``--force-exclude``, a file named explicitly on the command line is linted
+even when an exclude matches it: asking for a file by name is taken at its word.
+"""
+
+from __future__ import annotations
+
+import os
+
+from promptlint.catalog import glob_match
+from promptlint.model import Settings
+
+#: Folders and files never worth linting; ``exclude`` replaces this list, ``extend-exclude`` adds.
+DEFAULT_EXCLUDES: tuple[str, ...] = (
+    ".git", ".hg", ".svn", ".venv", "venv", "env", ".tox", ".nox", "build", "dist",
+    "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+    ".promptlint_cache", "site-packages", "*.egg-info",
+)
+
+
+def exclude_patterns(settings: Settings) -> tuple[str, ...]:
+    """The exclude globs in force: ``exclude`` (or the defaults) plus ``extend-exclude``."""
+    base = settings.exclude if settings.exclude else DEFAULT_EXCLUDES
+    return tuple(p.rstrip("/") for p in (*base, *settings.extend_exclude) if p.strip("/"))
+
+
+def _join(directory: str, name: str) -> str:
+    return name if directory == "." else os.path.join(directory, name)
+
+
+def collect_files(paths: list[str], settings: Settings) -> list[str]:
+    """Python files (``*.py``) under ``paths``, sorted and without duplicates.
+
+    Raises ``FileNotFoundError`` naming the first path that does not exist.
+    """
+    patterns = exclude_patterns(settings)
+    name_patterns = tuple(p for p in patterns if "/" not in p)
+    path_patterns = tuple(p for p in patterns if "/" in p)
+    root = os.path.abspath(settings.root or ".")
+
+    def excluded(path: str, name: str) -> bool:
+        if glob_match(name, name_patterns):
+            return True
+        if not path_patterns:
+            return False
+        rel = os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/")
+        return glob_match(rel, path_patterns)
+
+    found: dict[str, str] = {}  # absolute path -> path as shown
+    for given in paths or ["."]:
+        path = os.path.normpath(given)
+        if os.path.isfile(path):
+            found.setdefault(os.path.abspath(path), path)
+            continue
+        if not os.path.isdir(path):
+            raise FileNotFoundError(f"{given}: no such file or directory")
+        stack = [path]
+        while stack:
+            directory = stack.pop()
+            try:
+                entries = list(os.scandir(directory))
+            except OSError:
+                continue  # unreadable folder: nothing to lint in it
+            for entry in entries:
+                name = entry.name
+                child = _join(directory, name)
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                if is_dir:
+                    if not excluded(child, name):
+                        stack.append(child)
+                elif name.endswith(".py") and entry.is_file() and not excluded(child, name):
+                    found.setdefault(os.path.abspath(child), child)
+    return sorted(found.values())
