@@ -298,7 +298,8 @@ def _relocate(d: Diagnostic, prefix: str) -> Diagnostic:
     from dataclasses import replace
 
     strip = (lambda p: p[len(prefix):] if p.startswith(prefix) else p)
-    return replace(d, path=strip(d.path), trace=tuple(replace(s, path=strip(s.path)) for s in d.trace))
+    fix = replace(d.fix, path=strip(d.fix.path)) if d.fix is not None else None
+    return replace(d, path=strip(d.path), trace=tuple(replace(s, path=strip(s.path)) for s in d.trace), fix=fix)
 
 
 def settings_fingerprint(settings: Settings) -> str:
