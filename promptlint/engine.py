@@ -12,14 +12,13 @@ Other files are read and regex-tested only.
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 from dataclasses import dataclass, field
 
 from promptlint import __version__
 from promptlint.model import Diagnostic, Settings
-from promptlint.source import SourceError, decode_source, display_path
+from promptlint.source import SourceError, decode_source, display_path, parse_python
 
 _IMPORT_NAMES = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))", re.MULTILINE)
 PARALLEL_THRESHOLD = 48  # files to read; below this a pool costs more than it saves
@@ -75,7 +74,7 @@ def read_text(path: str, max_bytes: int) -> tuple[str | None, Diagnostic | None]
 def analyze_file(path: str, text: str, project, extra_names: frozenset[str] = frozenset()) -> FileResult:
     """Analyse one file fully; any failure becomes a diagnostic for this file only."""
     try:
-        tree = ast.parse(text, filename=path)
+        tree = parse_python(text, path)
     except SyntaxError as exc:
         return FileResult([_meta(path, "PC001", f"{exc.msg}", exc.lineno or 1, max(exc.offset or 1, 1))], analyzed=True)
     except (ValueError, MemoryError, RecursionError) as exc:

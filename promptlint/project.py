@@ -14,7 +14,7 @@ from pathlib import Path
 from promptlint.analysis import ClassInfo, FunctionRef, ModuleAnalysis
 from promptlint.catalog import Catalog
 from promptlint.model import TraceStep
-from promptlint.source import SourceError, decode_source, display_path
+from promptlint.source import SourceError, decode_source, display_path, parse_python
 
 _TEMPLATE_DIRS = ("", "templates", "prompts", "prompt", "config", "configs")
 
@@ -93,7 +93,7 @@ class Project:
                 return None
         if tree is None:
             try:
-                tree = ast.parse(text, filename=path)
+                tree = parse_python(text, path)
             except SyntaxError as exc:
                 self.failed[path] = ("PC001", exc.msg, exc.lineno or 1, max(exc.offset or 1, 1))
                 return None

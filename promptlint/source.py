@@ -58,3 +58,13 @@ def display_path(path: str) -> str:
     except ValueError:  # another drive on Windows
         return path
     return path if rel.startswith("..") else rel
+
+
+def parse_python(text: str, path: str):
+    """``ast.parse`` without printing the compiler's SyntaxWarnings about the user's code."""
+    import ast
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(text, filename=path)
