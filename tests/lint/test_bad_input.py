@@ -1,0 +1,63 @@
+"""Bad input gets one clear diagnostic for that file, and every other file is still linted."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from promptlint.engine import lint_paths
+from promptlint.model import Settings
+
+LEAK = '''import anthropic
+from datetime import datetime
+
+anthropic.Anthropic().messages.create(model="m", max_tokens=9, system=f"{datetime.now()}", messages=[])
+'''
+
+
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "good_leak.py").write_text(LEAK, encoding="utf-8")
+    (tmp_path / "binary.py").write_bytes(b"import anthropic\x00\x01\x02")
+    (tmp_path / "latin1.py").write_bytes("import anthropic\nname = 'café'\n".encode("latin-1"))
+    (tmp_path / "cookie_ok.py").write_bytes("# -*- coding: latin-1 -*-\nname = 'café'\n".encode("latin-1"))
+    (tmp_path / "broken.py").write_text("import anthropic\nanthropic.Anthropic().messages.create(system=\n",
+                                        encoding="utf-8")
+    (tmp_path / "huge.py").write_text("import anthropic\n" + "x = 1\n" * 40_000, encoding="utf-8")
+    return tmp_path
+
+
+def test_each_bad_file_gets_its_own_code_and_the_leak_is_still_found(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.promptlint]\nmax-file-bytes = 100000\n")
+    run = subprocess.run([sys.executable, "-m", "promptlint", "lint", "--no-cache", "--format", "json", "."],
+                         cwd=tree(tmp_path), capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    by_file = {(Path(d["path"]).name, d["code"]) for d in json.loads(run.stdout)}
+    assert by_file == {
+        ("good_leak.py", "PC101"),
+        ("binary.py", "PC003"),
+        ("latin1.py", "PC002"),
+        ("broken.py", "PC001"),
+        ("huge.py", "PC003"),
+    }
+
+
+def test_an_internal_error_on_one_file_is_reported_for_that_file_only(tmp_path, monkeypatch):
+    from promptlint import analysis
+
+    (tmp_path / "good_leak.py").write_text(LEAK, encoding="utf-8")
+    (tmp_path / "explodes.py").write_text(LEAK.replace("datetime.now()", "datetime.utcnow()"), encoding="utf-8")
+    original = analysis.ModuleAnalysis.run
+
+    def run(self, *args, **kwargs):
+        if self.path.endswith("explodes.py"):
+            raise RuntimeError("boom")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(analysis.ModuleAnalysis, "run", run)
+    report = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1)
+    found = {(Path(d.path).name, d.code) for d in report.diagnostics}
+    assert found == {("good_leak.py", "PC101"), ("explodes.py", "PC004")}
+    message = next(d.message for d in report.diagnostics if d.code == "PC004")
+    assert "RuntimeError: boom" in message
