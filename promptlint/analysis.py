@@ -1213,22 +1213,35 @@ class FunctionAnalysis:
             actual.setdefault(0, self.eval(node.func.value))
         name = ref.qualname.rsplit(".", 1)[-1]
         call_step = self.m.step(node, f"via {name}()")
-        out = []
-        for t in summary.ret.taints:
-            if t.param < 0:
-                out.append(t)
-                continue
-            arg = actual.get(t.param)
-            if arg is None:
-                continue
-            for at in arg.taints:
-                if at.label != t.label:
+
+        def substitute(taints: tuple[Taint, ...]) -> tuple[Taint, ...]:
+            """Parameter taints of the summary replaced by the actual arguments' taints."""
+            out = []
+            for t in taints:
+                if t.param < 0:
+                    out.append(t)
                     continue
-                if t.dumped and at.param < 0 and at.label == "unordered":
-                    at = at._replace(code="PC502", fix=t.fix)
-                elif t.dumped:
-                    at = at._replace(dumped=True, fix=t.fix)
-                out.append(at._replace(steps=(at.steps + (call_step,) + t.steps)[-MAX_STEPS:]))
+                arg = actual.get(t.param)
+                for at in (arg.taints if arg is not None else ()):
+                    if at.label != t.label:
+                        continue
+                    if t.dumped and at.param < 0 and at.label == "unordered":
+                        at = at._replace(code="PC502", fix=t.fix)
+                    elif t.dumped:
+                        at = at._replace(dumped=True, fix=t.fix)
+                    out.append(at._replace(steps=(at.steps + (call_step,) + t.steps)[-MAX_STEPS:]))
+            return merge(out)
+
+        def structure(val: Val | None, depth: int = 0) -> Val | None:
+            """A returned display (a message list, a block dict) keeps its shape at the call site."""
+            if val is None or depth > 4:
+                return val
+            # Positions inside another module cannot be reported here: point at the call instead.
+            here = val.node if val.node is not None and ref.module is self.m else node
+            return Val(substitute(val.taints), const=val.const, node=here, template=val.template,
+                       items=[structure(v, depth + 1) for v in val.items] if val.items is not None else None,
+                       keys={k: structure(v, depth + 1) for k, v in val.keys.items()} if val.keys is not None else None)
+
         for ps in summary.param_sinks:
             arg = actual.get(ps.param)
             if arg is None:
@@ -1242,9 +1255,9 @@ class FunctionAnalysis:
             finally:
                 self.sink_via = saved
         ret = summary.ret
-        return Val(merge(out), origin=ret.origin if ret.origin and ret.origin.startswith("@") else f"{ref.qualname}()",
-                   items=None, keys=ret.keys if not any(v.taints for v in (ret.keys or {}).values()) else None,
-                   func=ret.func, node=node, template=ret.template)
+        shaped = structure(ret)
+        return Val(shaped.taints, origin=ret.origin if ret.origin and ret.origin.startswith("@") else f"{ref.qualname}()",
+                   items=shaped.items, keys=shaped.keys, func=ret.func, node=node, template=ret.template)
 
     @staticmethod
     def _param_names(ref: FunctionRef) -> list[str]:

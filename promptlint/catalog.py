@@ -13,6 +13,7 @@ import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from pathlib import Path
 
 from promptlint.model import RuleDoc
@@ -148,8 +149,7 @@ ARG_KINDS = (
 )
 
 
-@dataclass(frozen=True)
-class SourceSpec:
+class SourceSpec(NamedTuple):
     """One family of sources: how to recognise it and the code it reports under."""
 
     id: str
@@ -165,8 +165,7 @@ class SourceSpec:
     sortable: bool = False
 
 
-@dataclass(frozen=True)
-class ArgSpec:
+class ArgSpec(NamedTuple):
     """Where a sink call carries a stable layer and how to read it."""
 
     kind: str
@@ -176,8 +175,7 @@ class ArgSpec:
     keys: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Condition:
+class Condition(NamedTuple):
     """A constraint on one keyword of a call (see the `checks` section of sinks.yaml)."""
 
     keyword: str
@@ -185,8 +183,7 @@ class Condition:
     value: object
 
 
-@dataclass(frozen=True)
-class SinkSpec:
+class SinkSpec(NamedTuple):
     """A call that writes stable layers."""
 
     id: str
@@ -198,8 +195,7 @@ class SinkSpec:
     when: tuple[Condition, ...] = ()
 
 
-@dataclass(frozen=True)
-class DecoratorSpec:
+class DecoratorSpec(NamedTuple):
     """A decorator whose function's return value is a stable layer on every request."""
 
     id: str
@@ -209,8 +205,7 @@ class DecoratorSpec:
     imports: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class CheckSpec:
+class CheckSpec(NamedTuple):
     """A framework option that makes a stable layer volatile by design (PC6xx)."""
 
     code: str
@@ -221,8 +216,7 @@ class CheckSpec:
     detail: str = ""
 
 
-@dataclass(frozen=True)
-class SanitizerSpec:
+class SanitizerSpec(NamedTuple):
     """Calls whose result no longer carries the given labels."""
 
     id: str
@@ -230,8 +224,7 @@ class SanitizerSpec:
     clears: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class SerializerSpec:
+class SerializerSpec(NamedTuple):
     """A dict-to-text call whose output order follows the dict unless keys are sorted."""
 
     call: str

@@ -147,6 +147,8 @@ class _Workers:
         self.pool = None
 
     def map(self, func, items: list):
+        if not items:
+            return  # a warm run: no catalog to load, no pool to start
         if not self.parallel:
             if "project" not in _WORKER or _WORKER.get("owner") is not self:
                 _worker_init(self.settings, self.roots, self.strict)
