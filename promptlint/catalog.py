@@ -282,53 +282,61 @@ class Catalog:
         self.prefilter = self._prefilter_regex()
         return self
 
-    def library_roots(self) -> set[str]:
-        """Top-level modules that a file must import to contain a sink."""
-        roots = set()
-        for spec in [*self.sinks, *self.decorators, *self.checks]:
-            for pattern in getattr(spec, "callees", ()) + getattr(spec, "decorators", ()):
-                roots.add(re.split(r"[.*(]", pattern, maxsplit=1)[0])
-            roots.update(i.split(".")[0] for i in spec.imports)
+    @staticmethod
+    def _spec_roots(spec) -> set[str]:
+        patterns = getattr(spec, "callees", ()) + getattr(spec, "decorators", ())
+        # The first component, keeping a trailing * ("langchain*" covers langchain_core).
+        roots = {re.split(r"[.(]", p, maxsplit=1)[0] for p in patterns}
+        roots.update(i.split(".")[0] for i in spec.imports)
         roots.discard("")
         return roots
 
-    def _prefilter_regex(self) -> re.Pattern:
-        """Tokens without which no sink can appear in a piece of code.
+    @staticmethod
+    def _spec_tokens(spec) -> set[str]:
+        """The names a sink is called by: a class or function name (``SystemMessage``,
+        ``completion``), or the dotted tail of a client method (``messages.create``)."""
+        tokens = set(spec.shapes)
+        for pattern in getattr(spec, "callees", ()) + getattr(spec, "decorators", ()):
+            tail = pattern.rsplit("()", 1)[1].lstrip(".") if "()" in pattern else pattern.rsplit(".", 1)[-1]
+            tail = tail.strip("*")
+            if tail and all(part.isidentifier() for part in tail.split(".")):
+                tokens.add(tail)
+        return tokens
 
-        Keyword arguments as ``name=``, class names, and multi-word callables; generic
-        words such as ``create`` would let every file through.
+    def library_roots(self) -> set[str]:
+        """Top-level modules that a file must import to contain a sink."""
+        return set(self._tokens_by_root)
+
+    @staticmethod
+    def _token_regex(tokens) -> re.Pattern:
+        alternatives = [r"\s*\.\s*".join(map(re.escape, t.split("."))) for t in sorted(tokens)]
+        return re.compile(r"\b(?:%s)\b" % "|".join(alternatives) if alternatives else r"(?!)")
+
+    def _prefilter_regex(self) -> re.Pattern:
+        """Tokens without which no sink can appear in a piece of code (any library).
+
+        Keyword names such as ``content=`` are not tokens: they would let most files of a
+        framework through.
         """
-        names: set[str] = set()
-        keywords: set[str] = set()
-        for sink in self.sinks:
-            keywords.update(arg.keyword for arg in sink.args if arg.keyword)
-        patterns = [p for s in self.sinks for p in s.callees + s.shapes]
-        patterns += [p for s in [*self.decorators, *self.checks] for p in getattr(s, "decorators", ()) + s.shapes + getattr(s, "callees", ())]
-        for pattern in patterns:
-            for word in re.split(r"[.()*]+", pattern):
-                if word.isidentifier() and (word[0].isupper() or "_" in word.strip("_")):
-                    names.add(word)
-        for spec in self.decorators:
-            names.update(shape.rsplit(".", 1)[-1] for shape in spec.shapes)
-        alternatives = [re.escape(n) for n in sorted(names)]
-        alternatives += [re.escape(k) + r"\s*=" for k in sorted(keywords)]
-        alternatives += [r"(?<=[\"'])(?:system|developer)(?=[\"'])"]
-        return re.compile(r"\b(?:%s)" % "|".join(alternatives))
+        self._tokens_by_root: dict[str, set[str]] = {}
+        for spec in [*self.sinks, *self.checks, *self.decorators]:
+            for root in self._spec_roots(spec):
+                self._tokens_by_root.setdefault(root, set()).update(self._spec_tokens(spec))
+        self._regex_by_roots: dict[frozenset, re.Pattern] = {}
+        roots = "|".join(sorted(re.escape(r).replace(r"\*", r"\w*") for r in self._tokens_by_root))
+        self._import_regex = re.compile(
+            r"^[ \t]*(?:from[ \t]+(%s)\b|import[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*(%s)\b)" % (roots, roots), re.MULTILINE)
+        return self._token_regex(set().union(*self._tokens_by_root.values()))
 
     def might_contain_sink(self, text: str) -> bool:
-        """Cheap text test: does the file import a sink library and name a sink token?"""
-        if not self._imports_library(text):
+        """Cheap text test: does the file import a sink library and name one of *its* sinks?"""
+        roots = frozenset(a or b for a, b in self._import_regex.findall(text))
+        if not roots:
             return False
-        return self.prefilter.search(text) is not None
-
-    def _imports_library(self, text: str) -> bool:
-        regex = getattr(self, "_import_regex", None)
+        regex = self._regex_by_roots.get(roots)
         if regex is None:
-            roots = "|".join(sorted(map(re.escape, self.library_roots())))
-            regex = self._import_regex = re.compile(
-                r"^[ \t]*(?:from[ \t]+(?:%s)\b|import[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*(?:%s)\b)" % (roots, roots),
-                re.MULTILINE,
-            )
+            tokens = set().union(*(t for key, t in self._tokens_by_root.items() for r in roots if fnmatch.fnmatchcase(r, key)))
+            regex = self._regex_by_roots[roots] = self._token_regex(tokens)
         return regex.search(text) is not None
 
 
