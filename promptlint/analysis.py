@@ -475,6 +475,19 @@ class ModuleAnalysis:
         return None
 
 
+_ROLE_WORDS = {"system", "developer", "SYSTEM", "DEVELOPER"}
+
+
+def _is_role_test(node: ast.AST) -> int:
+    """1 when a test or match pattern singles out the system/developer role."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Constant) and sub.value in _ROLE_WORDS:
+            return 1
+        if isinstance(sub, ast.Attribute) and sub.attr in _ROLE_WORDS:
+            return 1
+    return 0
+
+
 class FunctionAnalysis:
     """Abstract interpretation of one function body (or the module body)."""
 
@@ -490,6 +503,7 @@ class FunctionAnalysis:
         self.params: list[str] = []
         self.sink_via: tuple | None = None  # (steps inside the callee, its sink step, dumped, label)
         self.stable_template: tuple | None = None  # (template step, layer) of a system template being built
+        self.role_branch = 0  # > 0 inside `if role == "system":` (a role dispatch)
 
     # ------------------------------------------------------------- entry points
     def run_function(self) -> Summary:
@@ -583,7 +597,10 @@ class FunctionAnalysis:
     def stmt_If(self, node: ast.If) -> None:
         self.eval(node.test)
         self.depth += 1
+        dispatch = _is_role_test(node.test)
+        self.role_branch += dispatch
         self.run_block(node.body)
+        self.role_branch -= dispatch
         self.run_block(node.orelse)
         self.depth -= 1
 
@@ -638,7 +655,10 @@ class FunctionAnalysis:
         self.eval(node.subject)
         self.depth += 1
         for case in node.cases:
+            dispatch = _is_role_test(case.pattern)
+            self.role_branch += dispatch
             self.run_block(case.body)
+            self.role_branch -= dispatch
         self.depth -= 1
 
     def stmt_FunctionDef(self, node) -> None:
@@ -1440,7 +1460,10 @@ class FunctionAnalysis:
                 taint = taint._replace(dumped=True) if taint.param >= 0 else taint._replace(code="PC502")
             taint = taint._replace(steps=(taint.steps + middle)[-MAX_STEPS:])
         if taint.param >= 0:
-            if self.ref is not None:
+            # A sink inside a role dispatch (`if role == "system": SystemMessage(content)`) is
+            # reached only for that role; generic converters would otherwise make every
+            # caller's user message a "system prompt". Concrete taints there are still reported.
+            if self.ref is not None and not self.role_branch:
                 steps = taint.steps + (sink_step or self.m.step(node, f"reaches {layer}"),)
                 self.param_sinks.append(ParamSink(taint.param, taint.label, taint.dumped, steps, layer, kind))
             return

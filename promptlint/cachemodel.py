@@ -1,25 +1,34 @@
 """One model of provider prompt caches, shared by the emulator and the simulator.
 
-The rules (docs/smoke.md cites each; facts dated in promptlint/data/providers.yaml):
+The rules (docs/smoke.md cites the provider page for each; per-model numbers are dated data in
+promptlint/data/providers.yaml, read through ``promptlint.providers``):
 
 Anthropic (Messages API)
 - The prefix is tools → system → messages, compared byte for byte, block by block.
 - A ``cache_control`` marker on a block is a breakpoint; a top-level ``cache_control`` marks
-  the last block. More than ``max_breakpoints`` (4) is a 400 error.
+  the last block (automatic caching). More than ``max_breakpoints`` (4) is a 400, and so is a
+  ``1h`` marker after a ``5m`` one, or a top-level TTL that differs from the last block's.
 - A breakpoint writes one entry: the hash of the prefix ending at that block, if the prefix
-  reaches the model's minimum cacheable length. Nothing is written at other positions.
-- On read, each breakpoint looks back over at most ``lookback_blocks`` (20) positions for an
+  reaches the model's minimum cacheable length. Nothing is written at other positions; below
+  the minimum the request still succeeds and caches nothing.
+- On read, each breakpoint walks back at most ``lookback_blocks`` (20) positions (itself
+  first; a run of consecutive ``tool_use`` or ``tool_result`` blocks is one position) for an
   entry an *earlier* request wrote; the longest hit is read.
 - Entries live for their TTL (5 minutes or 1 hour) from the request that wrote or last read them.
 - Usage: ``cache_read_input_tokens`` (up to the hit), ``cache_creation_input_tokens`` (from the
-  hit to the last breakpoint that wrote), ``input_tokens`` (the rest, after the last breakpoint).
+  hit to the last breakpoint that wrote), ``input_tokens`` (the rest).
 
-OpenAI (Chat Completions / Responses), models before GPT-5.6
-- Automatic: the longest prefix, at message boundaries, that an earlier request with the same
-  model and ``prompt_cache_key`` sent is read, in steps of 128 tokens from 1,024; writes are free.
-- GPT-5.6 and later: only prefixes ending at a breakpoint (explicit ``prompt_cache_breakpoint``
-  blocks, plus the implicit one at the latest message unless ``prompt_cache_options.mode`` is
-  ``explicit``) are cached; writes are reported as ``cache_write_tokens``.
+OpenAI (Chat Completions / Responses)
+- Before GPT-5.6, automatic: the longest byte prefix that an earlier live request with the same
+  model and ``prompt_cache_key`` sent is read, rounded down to 1,024 + a multiple of 128
+  tokens; nothing under 1,024 is read; writes are free.
+- GPT-5.6 and later: only prefixes ending exactly at a breakpoint are cached. Breakpoints are
+  explicit ``prompt_cache_breakpoint`` content blocks plus, unless ``prompt_cache_options.mode``
+  is ``explicit``, an implicit one at the latest user/tool message (earlier user/tool messages
+  are earlier turns' implicit breakpoints: read, never written). Reads look at the latest
+  ``read_window_breakpoints``; at most ``max_breakpoints`` (4) new writes per request, the
+  implicit one taking a slot; writes are reported as ``cache_write_tokens``. A marker on a
+  tool, on assistant output or on a block type that cannot carry one is a 400.
 
 The clock is injectable, so TTL expiry is testable without sleeping.
 """
@@ -35,12 +44,30 @@ from typing import Any, Callable
 
 from promptlint import providers
 
-TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
-OPENAI_RETENTION_SECONDS = 600.0  # in-memory retention: evicted after ~5-10 min idle
+TTL_SECONDS = {"5m": 300.0, "1h": 3600.0, "30m": 1800.0}
+"""Wire names of cache lifetimes and their length (the names are the definition)."""
+
+OPENAI_IN_MEMORY_SECONDS = 600.0
+"""Pre-5.6 ``in_memory`` retention: evicted after ~5-10 minutes idle [O-PC]; the upper end."""
+
+OPENAI_BREAKPOINT_TYPES = {
+    "chat": frozenset({"text", "image_url", "input_audio", "file", "refusal"}),
+    "responses": frozenset({"input_text", "input_image", "input_file"}),
+}
+"""Content block types that may carry ``prompt_cache_breakpoint`` (GPT-5.6+) [O-PC]."""
+
+_KEPT_PROMPTS_PER_KEY = 64  # pre-5.6 prompts remembered per (model, prompt_cache_key)
 
 
 class CacheRequestError(ValueError):
-    """The request breaks a cache rule the real API rejects (HTTP 400)."""
+    """The request breaks a cache rule the real API rejects with HTTP 400.
+
+    ``param`` is the offending field as OpenAI's error body names it (None when unknown).
+    """
+
+    def __init__(self, message: str, param: str | None = None):
+        super().__init__(message)
+        self.param = param
 
 
 def canonical(value: Any) -> bytes:
@@ -55,7 +82,9 @@ class Block:
     where: str  # "tools[0]", "system[1]", "messages[2].content[0]"
     data: bytes  # canonical bytes of the block without its cache marker
     tokens: int
-    breakpoint: str | None = None  # TTL of a cache_control marker on this block
+    breakpoint: str | None = None  # the marker's TTL (Anthropic) or "explicit" (OpenAI)
+    kind: str = ""  # block type ("text", "tool_use", ...) or message role for OpenAI
+    turn_boundary: bool = False  # OpenAI: the last block of a user/tool message
 
 
 @dataclass
@@ -73,30 +102,53 @@ class Usage:
 @dataclass
 class _Entry:
     expires: float
-    tokens: int
     ttl: str
+
+
+@dataclass
+class _Prompt:
+    data: bytes
+    expires: float
 
 
 def _strip_marker(block: dict) -> dict:
     return {k: v for k, v in block.items() if k not in ("cache_control", "prompt_cache_breakpoint")}
 
 
-def _count(text: str, provider: str, model: str) -> int:
-    return providers.count_tokens(text, provider, model).n
+def _count(data: bytes, provider: str, model: str) -> int:
+    return providers.count_tokens(data.decode("utf-8", "ignore"), provider, model).n
 
 
+def _dotted(where: str) -> str:
+    """``messages[2].content[1]`` as the APIs' error messages spell it: ``messages.2.content.1``."""
+    return where.replace("[", ".").replace("]", "")
+
+
+def _openai_setting(key: str, default: Any) -> Any:
+    # providers.py has no accessor for this figure yet; read it from the same dated table.
+    return providers._provider("openai").get(key, default)  # noqa: SLF001
+
+
+# ---------------------------------------------------------------------------------- Anthropic
 def anthropic_blocks(body: dict) -> list[Block]:
-    """The request's cacheable blocks in prefix order (tools, system, messages)."""
+    """The request's cacheable blocks in prefix order (tools, system, messages).
+
+    Raises :class:`CacheRequestError` for a top-level ``cache_control`` whose TTL differs from
+    the one already on the last block (the real API's 400).
+    """
     model = str(body.get("model", ""))
     blocks: list[Block] = []
 
-    def add(where: str, block: Any) -> None:
+    def add(where: str, block: Any, role: str | None = None) -> None:
         marker = None
         if isinstance(block, dict) and isinstance(block.get("cache_control"), dict):
-            marker = str(block["cache_control"].get("ttl", "5m"))
+            marker = str(block["cache_control"].get("ttl") or "5m")
             block = _strip_marker(block)
+        kind = str(block.get("type", "")) if isinstance(block, dict) else ""
+        if role is not None and isinstance(block, dict):
+            block = {**block, "role": role}  # the same text as user or assistant is a different prefix
         data = canonical(block)
-        blocks.append(Block(where, data, _count(data.decode("utf-8"), "anthropic", model), marker))
+        blocks.append(Block(where, data, _count(data, "anthropic", model), marker, kind))
 
     for i, tool in enumerate(body.get("tools") or []):
         add(f"tools[{i}]", tool)
@@ -107,163 +159,275 @@ def anthropic_blocks(body: dict) -> list[Block]:
         for i, block in enumerate(system):
             add(f"system[{i}]", block)
     for m, message in enumerate(body.get("messages") or []):
-        content = message.get("content") if isinstance(message, dict) else None
-        role = message.get("role") if isinstance(message, dict) else None
+        if not isinstance(message, dict):
+            raise CacheRequestError(f"messages.{m}: Input should be a valid dictionary", f"messages.{m}")
+        content, role = message.get("content"), str(message.get("role"))
         if isinstance(content, str):
-            add(f"messages[{m}].content[0]", {"role": role, "type": "text", "text": content})
+            add(f"messages[{m}].content[0]", {"type": "text", "text": content}, role)
         elif isinstance(content, list):
             for i, block in enumerate(content):
-                marked = dict(block) if isinstance(block, dict) else block
-                if isinstance(marked, dict):
-                    marked = {**marked, "role": role}
-                add(f"messages[{m}].content[{i}]", marked)
+                add(f"messages[{m}].content[{i}]", block, role)
     auto = body.get("cache_control")
     if isinstance(auto, dict) and blocks:
-        ttl = str(auto.get("ttl", "5m"))
+        ttl = str(auto.get("ttl") or "5m")
         if blocks[-1].breakpoint not in (None, ttl):
-            raise CacheRequestError("top-level cache_control TTL differs from the TTL already on the last block")
+            raise CacheRequestError(f"Top-level cache_control has ttl='{ttl}' but the target block already has "
+                                    f"cache_control with ttl='{blocks[-1].breakpoint}'")
         blocks[-1].breakpoint = ttl
     return blocks
 
 
+def _positions(blocks: list[Block]) -> list[int]:
+    """Lookback position of each block: a run of tool_use (or tool_result) blocks is one position."""
+    out, position = [], -1
+    for i, block in enumerate(blocks):
+        same_run = i > 0 and block.kind in ("tool_use", "tool_result") and blocks[i - 1].kind == block.kind
+        position += 0 if same_run else 1
+        out.append(position)
+    return out
+
+
+def _check_anthropic_breakpoints(blocks: list[Block]) -> list[int]:
+    marked = [i for i, b in enumerate(blocks) if b.breakpoint]
+    limit = providers.max_breakpoints("anthropic")
+    if len(marked) > limit:
+        raise CacheRequestError(f"A maximum of {limit} blocks with cache_control may be provided. Found {len(marked)}.")
+    seen_5m = False
+    for i in marked:
+        ttl = blocks[i].breakpoint
+        if ttl not in TTL_SECONDS or ttl == "30m":
+            raise CacheRequestError(f"{_dotted(blocks[i].where)}.cache_control.ttl: Input should be '5m' or '1h'")
+        if ttl == "1h" and seen_5m:
+            raise CacheRequestError(
+                f"{_dotted(blocks[i].where)}.cache_control.ttl: a ttl='1h' cache_control block must not come after "
+                "a ttl='5m' cache_control block. Note that blocks are processed in the following order: "
+                "`tools`, `system`, `messages`.")
+        seen_5m = seen_5m or ttl == "5m"
+    return marked
+
+
+# ------------------------------------------------------------------------------------- OpenAI
+def openai_blocks(body: dict) -> list[Block]:
+    """OpenAI prefix units in order: tools and output schema, instructions, then each message's
+    content blocks (a string content is one block).
+
+    Raises :class:`CacheRequestError` for a ``prompt_cache_breakpoint`` where the API rejects
+    one (on a tool, on assistant output, on a block type that cannot carry it).
+    """
+    model = str(body.get("model", ""))
+    api = "chat" if "messages" in body else "responses"
+    blocks: list[Block] = []
+
+    def add(where: str, value: Any, kind: str, marked: bool = False, boundary: bool = False) -> None:
+        data = canonical(value)
+        blocks.append(Block(where, data, _count(data, "openai", model), "explicit" if marked else None, kind, boundary))
+
+    for name in ("tools", "response_format", "text"):
+        if body.get(name):
+            for i, tool in enumerate(body[name] if name == "tools" and isinstance(body[name], list) else []):
+                if isinstance(tool, dict) and "prompt_cache_breakpoint" in tool:
+                    raise CacheRequestError("prompt_cache_breakpoint is not supported on tool definitions",
+                                            f"tools[{i}].prompt_cache_breakpoint")
+            add(name, {name: body[name]}, name)
+    if body.get("instructions"):
+        add("instructions", {"instructions": body["instructions"]}, "instructions")
+    field_name = "messages" if api == "chat" else "input"
+    items = body.get(field_name)
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    for m, item in enumerate(items or []):
+        if not isinstance(item, dict):
+            raise CacheRequestError(f"Invalid type for '{field_name}[{m}]': expected an object", f"{field_name}[{m}]")
+        role = str(item.get("role") or item.get("type") or "")
+        turn = role in ("user", "tool", "function_call_output")
+        header = {k: v for k, v in item.items() if k != "content"}
+        content = item.get("content")
+        if not isinstance(content, list) or not content:
+            add(f"{field_name}[{m}]", item, role, boundary=turn)
+            continue
+        for i, part in enumerate(content):
+            where = f"{field_name}[{m}].content[{i}]"
+            marked = isinstance(part, dict) and "prompt_cache_breakpoint" in part
+            if marked and (role == "assistant" or part.get("type") not in OPENAI_BREAKPOINT_TYPES[api]):
+                raise CacheRequestError(
+                    f"prompt_cache_breakpoint is not supported on {role} content of type {part.get('type')!r}",
+                    f"{where}.prompt_cache_breakpoint")
+            value = _strip_marker(part) if isinstance(part, dict) else part
+            add(where, {**header, "part": value}, role, marked, turn and i == len(content) - 1)
+    return blocks
+
+
+# ------------------------------------------------------------------------------------ the cache
 @dataclass
 class CacheModel:
-    """Provider caches in memory: ``anthropic(body)`` and ``openai(body)`` return the usage."""
+    """Provider caches in memory: ``anthropic(body)`` and ``openai(body)`` return the usage.
+
+    ``clock`` returns seconds; inject one to test expiry without sleeping. Thread-safe.
+    """
 
     clock: Callable[[], float] = time.monotonic
-    _anthropic: dict[tuple[str, bytes], _Entry] = field(default_factory=dict)
-    _openai: dict[tuple[str, str, bytes], _Entry] = field(default_factory=dict)
+    _entries: dict[tuple, _Entry] = field(default_factory=dict)
+    _prompts: dict[tuple[str, str], list[_Prompt]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _live(self, key: tuple, now: float) -> _Entry | None:
+        entry = self._entries.get(key)
+        return entry if entry is not None and entry.expires > now else None
 
     # ------------------------------------------------------------------ Anthropic
     def anthropic(self, body: dict) -> Usage:
+        """Apply one Messages request to the cache; raises :class:`CacheRequestError` on a 400."""
         model = str(body.get("model", ""))
         blocks = anthropic_blocks(body)
-        marked = [i for i, b in enumerate(blocks) if b.breakpoint]
-        limit = providers.max_breakpoints("anthropic")
-        if len(marked) > limit:
-            raise CacheRequestError(f"A maximum of {limit} blocks with cache_control may be provided. Found {len(marked)}.")
+        marked = _check_anthropic_breakpoints(blocks)
         total = sum(b.tokens for b in blocks)
         if not marked:
             return Usage(total, note="no cache breakpoint")
         floor = providers.cache_floor("anthropic", model)
         lookback = providers.lookback_blocks("anthropic") or 20
-        hashes, cumulative = [], []
-        digest, running = hashlib.sha256(model.encode()), 0
-        for block in blocks:
-            digest.update(len(block.data).to_bytes(8, "big"))
-            digest.update(block.data)
-            running += block.tokens
-            hashes.append(digest.copy().digest())
-            cumulative.append(running)
+        hashes, cumulative = _prefix_hashes(model, blocks)
+        positions = _positions(blocks)
         now = self.clock()
         with self._lock:
             hit = -1
             for bp in marked:
-                for pos in range(bp, max(-1, bp - lookback), -1):
-                    entry = self._anthropic.get((model, hashes[pos]))
-                    if entry is not None and entry.expires > now:
+                for pos in range(bp, -1, -1):
+                    if positions[bp] - positions[pos] >= lookback:
+                        break
+                    if self._live(("anthropic", hashes[pos]), now):
                         hit = max(hit, pos)
                         break
             read = cumulative[hit] if hit >= 0 else 0
             if hit >= 0:
-                entry = self._anthropic[(model, hashes[hit])]
-                entry.expires = now + TTL_SECONDS.get(entry.ttl, 300.0)  # a hit refreshes the TTL
-            last = marked[-1]
-            written, written_1h = 0, 0
+                entry = self._entries[("anthropic", hashes[hit])]
+                entry.expires = now + TTL_SECONDS[entry.ttl]  # a hit refreshes the TTL at no cost
+            written = written_1h = 0
             covered = read
             for bp in marked:
                 if bp <= hit or cumulative[bp] < floor:
                     continue
                 ttl = blocks[bp].breakpoint or "5m"
-                key = (model, hashes[bp])
-                if key not in self._anthropic or self._anthropic[key].expires <= now:
-                    self._anthropic[key] = _Entry(now + TTL_SECONDS.get(ttl, 300.0), cumulative[bp], ttl)
-                part = cumulative[bp] - covered
-                covered = cumulative[bp]
-                if ttl == "1h":
-                    written_1h += part
+                if not self._live(("anthropic", hashes[bp]), now):
+                    self._entries[("anthropic", hashes[bp])] = _Entry(now + TTL_SECONDS[ttl], ttl)
+                part, covered = cumulative[bp] - covered, cumulative[bp]
                 written += part
-        if cumulative[last] < floor and not read:
-            return Usage(total, note=f"prefix of {cumulative[last]} tokens is under the {floor}-token minimum for {model}")
-        return Usage(total - read - written, read, written, written_1h, blocks[hit].where if hit >= 0 else None)
+                written_1h += part if ttl == "1h" else 0
+        last = cumulative[marked[-1]]
+        note = "" if last >= floor or read else f"prefix of {last} tokens is under the {floor}-token minimum for {model}"
+        return Usage(total - read - written, read, written, written_1h, blocks[hit].where if hit >= 0 else None, note)
 
     # --------------------------------------------------------------------- OpenAI
     def openai(self, body: dict) -> Usage:
+        """Apply one Chat Completions or Responses request; raises :class:`CacheRequestError` on a 400."""
         model = str(body.get("model", ""))
         key = str(body.get("prompt_cache_key") or "")
-        parts = _openai_parts(body)
-        tokens = [_count(p.decode("utf-8"), "openai", model) for p, _ in parts]
-        total = sum(tokens)
+        blocks = openai_blocks(body)
+        total = sum(b.tokens for b in blocks)
         floor = providers.cache_floor("openai", model)
+        if providers.uses_explicit_breakpoints(model):
+            return self._openai_breakpoints(model, key, body, blocks, total, floor)
+        if any(b.breakpoint for b in blocks):
+            raise CacheRequestError(f"prompt_cache_breakpoint is not supported with model {model!r}",
+                                    "prompt_cache_breakpoint")
         step = providers.prefix_step("openai") or 128
-        explicit = providers.uses_explicit_breakpoints(model)
-        options = body.get("prompt_cache_options") or {}
-        digest, running = hashlib.sha256(model.encode()), 0
-        prefixes = []
-        for (data, marked), n in zip(parts, tokens):
-            digest.update(len(data).to_bytes(8, "big"))
-            digest.update(data)
-            running += n
-            prefixes.append((digest.copy().digest(), running, marked))
-        if explicit:
-            candidates = [i for i, (_, _, marked) in enumerate(prefixes) if marked]
-            if options.get("mode") != "explicit" and prefixes:
-                candidates.append(len(prefixes) - 2 if len(prefixes) > 1 else 0)  # before the latest message
-            candidates = sorted(set(candidates))
-        else:
-            candidates = list(range(len(prefixes)))
+        data = b"".join(b.data for b in blocks)
         now = self.clock()
         with self._lock:
+            kept = [p for p in self._prompts.get((model, key), []) if p.expires > now]
+            best, common = None, 0
+            for prompt in kept:
+                n = _common_prefix(prompt.data, data)
+                if n > common:
+                    best, common = prompt, n
             read = 0
-            for i in candidates:
-                digest_i, upto, _ = prefixes[i]
-                entry = self._openai.get((model, key, digest_i))
-                if entry is not None and entry.expires > now:
-                    read = max(read, upto)
-                    entry.expires = now + OPENAI_RETENTION_SECONDS
-            if read and not explicit:
+            if best is not None:
+                read = _tokens_of_prefix(blocks, common, model)
                 read = floor + ((read - floor) // step) * step if read >= floor else 0
-            write = 0
-            for i in candidates:
-                digest_i, upto, _ = prefixes[i]
-                if upto < floor:
-                    continue
-                k = (model, key, digest_i)
-                if k not in self._openai or self._openai[k].expires <= now:
-                    self._openai[k] = _Entry(now + OPENAI_RETENTION_SECONDS, upto, "in_memory")
-                    write = max(write, upto - read)
+                if read:
+                    best.expires = now + OPENAI_IN_MEMORY_SECONDS
+            kept = [p for p in kept if p.data != data] + [_Prompt(data, now + OPENAI_IN_MEMORY_SECONDS)]
+            self._prompts[(model, key)] = kept[-_KEPT_PROMPTS_PER_KEY:]
         note = "" if total >= floor else f"prompt of {total} tokens is under the {floor}-token minimum"
-        return Usage(total - read, read, write if explicit else 0, note=note)
+        return Usage(total - read, read, 0, note=note)
+
+    def _openai_breakpoints(self, model: str, key: str, body: dict, blocks: list[Block], total: int,
+                            floor: int) -> Usage:
+        options = body.get("prompt_cache_options") or {}
+        mode = options.get("mode", "implicit") if isinstance(options, dict) else None
+        if mode not in ("implicit", "explicit"):
+            raise CacheRequestError("Invalid value for 'prompt_cache_options.mode': expected 'implicit' or 'explicit'",
+                                    "prompt_cache_options.mode")
+        ttl = str(options.get("ttl") or "30m")
+        if ttl != "30m":
+            raise CacheRequestError(f"Invalid value for 'prompt_cache_options.ttl': {ttl!r}", "prompt_cache_options.ttl")
+        explicit = [i for i, b in enumerate(blocks) if b.breakpoint]
+        turns = [i for i, b in enumerate(blocks) if b.turn_boundary] if mode == "implicit" else []
+        latest = turns[-1:] if turns else []
+        window = int(_openai_setting("read_window_breakpoints", 50))
+        readable = sorted(set(explicit) | set(turns))[-window:]
+        limit = providers.max_breakpoints("openai")
+        writable = sorted(set(explicit[-(limit - len(latest)):] if limit > len(latest) else []) | set(latest))
+        if not readable:
+            return Usage(total, note="no cache breakpoint (prompt_cache_options.mode is 'explicit')")
+        hashes, cumulative = _prefix_hashes(model, blocks)
+        now = self.clock()
+        with self._lock:
+            hit = max((i for i in readable if self._live(("openai", model, key, hashes[i]), now)), default=-1)
+            read = cumulative[hit] if hit >= 0 else 0
+            if hit >= 0:
+                self._entries[("openai", model, key, hashes[hit])].expires = now + TTL_SECONDS[ttl]
+            furthest = read
+            for i in writable:
+                if i <= hit or cumulative[i] < floor:
+                    continue
+                if not self._live(("openai", model, key, hashes[i]), now):
+                    self._entries[("openai", model, key, hashes[i])] = _Entry(now + TTL_SECONDS[ttl], ttl)
+                furthest = max(furthest, cumulative[i])
+        longest = cumulative[readable[-1]]
+        note = "" if longest >= floor or read else f"prefix of {longest} tokens before the last breakpoint is under the {floor}-token minimum"
+        return Usage(total - read, read, furthest - read, 0, blocks[hit].where if hit >= 0 else None, note)
 
 
-def _openai_parts(body: dict) -> list[tuple[bytes, bool]]:
-    """Prefix units of an OpenAI request: tools and schema first, then one per message/item."""
-    parts: list[tuple[bytes, bool]] = []
-    for name in ("tools", "response_format", "text"):
-        if body.get(name):
-            parts.append((canonical({name: body[name]}), False))
-    if body.get("instructions"):
-        parts.append((canonical({"instructions": body["instructions"]}), False))
-    items = body.get("messages")
-    if items is None:
-        items = body.get("input")
-        if isinstance(items, str):
-            items = [{"role": "user", "content": items}]
-    for item in items or []:
-        marked = False
-        if isinstance(item, dict) and isinstance(item.get("content"), list):
-            marked = any(isinstance(b, dict) and "prompt_cache_breakpoint" in b for b in item["content"])
-            item = {**item, "content": [_strip_marker(b) if isinstance(b, dict) else b for b in item["content"]]}
-        parts.append((canonical(item), marked))
-    return parts
+def _prefix_hashes(model: str, blocks: list[Block]) -> tuple[list[bytes], list[int]]:
+    """Cumulative hash and token count of the prefix ending at each block."""
+    hashes, cumulative = [], []
+    digest, running = hashlib.sha256(model.encode("utf-8")), 0
+    for block in blocks:
+        digest.update(len(block.data).to_bytes(8, "big"))  # length-prefixed: block boundaries matter
+        digest.update(block.data)
+        running += block.tokens
+        hashes.append(digest.copy().digest())
+        cumulative.append(running)
+    return hashes, cumulative
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if a[:mid] == b[:mid] else (lo, mid)
+    return lo
+
+
+def _tokens_of_prefix(blocks: list[Block], nbytes: int, model: str) -> int:
+    """Tokens in the first ``nbytes`` bytes of the blocks' concatenation (whole blocks + a part)."""
+    tokens = 0
+    for block in blocks:
+        if nbytes >= len(block.data):
+            tokens, nbytes = tokens + block.tokens, nbytes - len(block.data)
+            continue
+        return tokens + (_count(block.data[:nbytes], "openai", model) if nbytes else 0)
+    return tokens
 
 
 def first_difference(a: list[Block], b: list[Block]) -> dict | None:
     """Where two requests' prefixes part: block, byte offset inside it, and both snippets."""
     for i, (x, y) in enumerate(zip(a, b)):
         if x.data != y.data:
-            offset = next((j for j, (p, q) in enumerate(zip(x.data, y.data)) if p != q), min(len(x.data), len(y.data)))
+            offset = _common_prefix(x.data, y.data)
             lo = max(0, offset - 30)
             return {
                 "block": y.where, "index": i, "byte_offset": offset,
@@ -276,15 +440,6 @@ def first_difference(a: list[Block], b: list[Block]) -> dict | None:
                 "before": "" if i >= len(a) else a[i].data[:40].decode("utf-8", "replace"),
                 "after": "" if i >= len(b) else b[i].data[:40].decode("utf-8", "replace")}
     return None
-
-
-def openai_blocks(body: dict) -> list[Block]:
-    """OpenAI prefix units as blocks (for the simulator's difference report)."""
-    model = str(body.get("model", ""))
-    out = []
-    for i, (data, marked) in enumerate(_openai_parts(body)):
-        out.append(Block(f"part[{i}]", data, _count(data.decode("utf-8"), "openai", model), "bp" if marked else None))
-    return out
 
 
 def cost_usd(provider: str, model: str, usage: Usage, output_tokens: int = 0) -> float | None:
