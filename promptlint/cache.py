@@ -80,7 +80,7 @@ class LintCache:
 
     def _key(self, path: str) -> str:
         # Joined, not normalised: discovery yields one spelling per file, and this runs per file.
-        return path if os.path.isabs(path) else os.path.join(self._cwd, path)
+        return path if os.path.isabs(path) else self._cwd + os.sep + path
 
     def save(self) -> None:
         if not self.dirty:

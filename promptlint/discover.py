@@ -28,7 +28,8 @@ def exclude_patterns(settings: Settings) -> tuple[str, ...]:
 
 
 def _join(directory: str, name: str) -> str:
-    return name if directory == "." else os.path.join(directory, name)
+    # Plain concatenation: this runs for every entry of the tree.
+    return name if directory == "." else directory + os.sep + name
 
 
 def collect_files(paths: list[str], settings: Settings) -> list[str]:
@@ -57,6 +58,9 @@ def collect_files(paths: list[str], settings: Settings) -> list[str]:
             continue
         if not os.path.isdir(path):
             raise FileNotFoundError(f"{given}: no such file or directory")
+        # Keys for de-duplication: the absolute form, built by prefix instead of abspath per file.
+        base = os.path.abspath(path)
+        cut = 0 if path == "." else len(path) + 1
         stack = [path]
         while stack:
             directory = stack.pop()
@@ -75,5 +79,5 @@ def collect_files(paths: list[str], settings: Settings) -> list[str]:
                     if not excluded(child, name):
                         stack.append(child)
                 elif name.endswith(".py") and entry.is_file() and not excluded(child, name):
-                    found.setdefault(os.path.abspath(child), child)
+                    found.setdefault(base + os.sep + child[cut:], child)
     return sorted(found.values())

@@ -4,7 +4,9 @@ official SDKs work against it unchanged, with caching decided by ``promptlint.ca
 
 Replies are deterministic: the text is a fixed acknowledgement, ids count up per server.
 Usage fields carry the real names (``cache_read_input_tokens``,
-``prompt_tokens_details.cached_tokens``, ``input_tokens_details.cached_tokens``).
+``prompt_tokens_details.cached_tokens``, ``input_tokens_details.cached_tokens``). Any API key
+is accepted, but one must be sent, as the real APIs require. ``stream: true`` answers with
+the providers' server-sent events.
 """
 
 from __future__ import annotations
@@ -12,17 +14,20 @@ from __future__ import annotations
 import itertools
 import json
 import signal
+import socket
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Iterable
 
 import click
 
 from promptlint import providers
-from promptlint.cachemodel import CacheModel, CacheRequestError, anthropic_blocks
+from promptlint.cachemodel import CacheModel, CacheRequestError, Usage, anthropic_blocks
 
 REPLY = "Acknowledged."
+REPLY_TOKENS = 3
+CREATED = 1_700_000_000  # a fixed epoch base keeps replies deterministic
 
 
 class EmulatorServer(ThreadingHTTPServer):
@@ -31,14 +36,20 @@ class EmulatorServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, cache: CacheModel | None = None):
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, cache: CacheModel | None = None,
+                 log: bool = False):
+        if ":" in host:
+            self.address_family = socket.AF_INET6
         super().__init__((host, port), _Handler)
         self.cache = cache or CacheModel()
         self.ids = itertools.count(1)
+        self.log = log
 
     @property
     def url(self) -> str:
+        """``http://host:port`` (an IPv6 host in brackets)."""
         host, port = self.server_address[:2]
+        host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{port}"
 
     def start(self) -> threading.Thread:
@@ -48,22 +59,31 @@ class EmulatorServer(ThreadingHTTPServer):
         return thread
 
 
+class _ApiError(Exception):
+    def __init__(self, status: int, kind: str, message: str, param: str | None = None):
+        super().__init__(message)
+        self.status, self.kind, self.param = status, kind, param
+
+
+def _require(body: dict, *keys: str) -> None:
+    for key in keys:
+        if key not in body:
+            raise _ApiError(400, "invalid_request_error", f"{key}: Field required", key)
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: EmulatorServer
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, fmt: str, *args: Any) -> None:  # quiet: the smoke prints usage itself
-        return
+    def log_message(self, fmt: str, *args: Any) -> None:  # the smoke prints usage itself
+        if self.server.log:
+            sys.stderr.write(f"emulate: {fmt % args}\n")
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        self._error(self.path, _ApiError(404, "not_found_error", f"no route for GET {self.path}"))
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
         path = self.path.split("?", 1)[0].rstrip("/")
-        length = int(self.headers.get("content-length") or 0)
-        try:
-            body = json.loads(self.rfile.read(length) or b"{}")
-            if not isinstance(body, dict):
-                raise ValueError("the request body must be a JSON object")
-        except (ValueError, UnicodeDecodeError) as exc:
-            return self._error(path, 400, f"invalid JSON body: {exc}")
         routes = {
             "/v1/messages": self._messages,
             "/v1/messages/count_tokens": self._count_tokens,
@@ -72,111 +92,193 @@ class _Handler(BaseHTTPRequestHandler):
             "/v1/responses": self._responses,
             "/responses": self._responses,
         }
-        route = routes.get(path)
-        if route is None:
-            return self._error(path, 404, f"no route for POST {path}")
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
         try:
+            route = routes.get(path)
+            if route is None:
+                raise _ApiError(404, "not_found_error", f"no route for POST {path}")
+            self._authenticate(path)
+            try:
+                body = json.loads(raw or b"{}")
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise _ApiError(400, "invalid_request_error", f"invalid JSON body: {exc}") from None
+            if not isinstance(body, dict):
+                raise _ApiError(400, "invalid_request_error", "the request body must be a JSON object")
             route(body)
+        except _ApiError as exc:
+            self._error(path, exc)
         except CacheRequestError as exc:
-            self._error(path, 400, str(exc))
+            self._error(path, _ApiError(400, "invalid_request_error", str(exc), exc.param))
         except (KeyError, TypeError, ValueError) as exc:
-            self._error(path, 400, f"malformed request: {exc}")
+            self._error(path, _ApiError(400, "invalid_request_error", f"malformed request: {exc}"))
+
+    def _authenticate(self, path: str) -> None:
+        if path.startswith("/v1/messages"):
+            if not (self.headers.get("x-api-key") or self.headers.get("authorization")):
+                raise _ApiError(401, "authentication_error", "x-api-key header is required")
+        elif not (self.headers.get("authorization") or "").lower().startswith("bearer "):
+            raise _ApiError(401, "invalid_request_error",
+                            "You didn't provide an API key. You need to provide your API key in an Authorization header "
+                            "using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).")
 
     # ------------------------------------------------------------------ replies
-    def _send(self, status: int, payload: dict, request_id: str = "req_emulator") -> None:
+    def _send(self, status: int, payload: dict) -> None:
         data = json.dumps(payload).encode("utf-8")
         self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
-        self.send_header("request-id", request_id)
-        self.send_header("x-request-id", request_id)
+        self.send_header("request-id", "req_emulator")
+        self.send_header("x-request-id", "req_emulator")
         self.end_headers()
         self.wfile.write(data)
 
-    def _error(self, path: str, status: int, message: str) -> None:
-        kind = "invalid_request_error" if status == 400 else "not_found_error"
-        if path.startswith("/v1/messages"):
-            self._send(status, {"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_emulator"})
-        else:
-            self._send(status, {"error": {"message": message, "type": kind, "param": None, "code": None}})
+    def _stream(self, events: Iterable[tuple[str | None, dict | str]]) -> None:
+        """Server-sent events; the connection closes after the last one (no content-length)."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        for name, data in events:
+            text = data if isinstance(data, str) else json.dumps(data)
+            self.wfile.write(((f"event: {name}\n" if name else "") + f"data: {text}\n\n").encode("utf-8"))
+        self.wfile.flush()
 
+    def _error(self, path: str, error: _ApiError) -> None:
+        if path.startswith("/v1/messages"):
+            self._send(error.status, {"type": "error", "error": {"type": error.kind, "message": str(error)},
+                                      "request_id": "req_emulator"})
+        else:
+            self._send(error.status, {"error": {"message": str(error), "type": error.kind, "param": error.param,
+                                                "code": None}})
+
+    # ------------------------------------------------------------------ Anthropic
     def _messages(self, body: dict) -> None:
-        for key in ("model", "max_tokens", "messages"):
-            if key not in body:
-                raise KeyError(key)
+        _require(body, "model", "max_tokens", "messages")
+        max_tokens = body["max_tokens"]
+        if not isinstance(max_tokens, int) or max_tokens < 0:
+            raise _ApiError(400, "invalid_request_error", "max_tokens: Input should be a non-negative integer", "max_tokens")
         usage = self.server.cache.anthropic(body)
         n = next(self.server.ids)
-        out_tokens = 0 if body["max_tokens"] == 0 else min(int(body["max_tokens"]), 3)
-        content = [] if out_tokens == 0 else [{"type": "text", "text": REPLY}]
-        self._send(200, {
+        out_tokens = min(max_tokens, REPLY_TOKENS)
+        # max_tokens 0 is the pre-warm request: empty content, stop_reason max_tokens [A-PC]
+        stop = "end_turn" if out_tokens == REPLY_TOKENS else "max_tokens"
+        text = REPLY if out_tokens == REPLY_TOKENS else REPLY[: out_tokens * 4]
+        message = {
             "id": f"msg_emulator_{n:06d}", "type": "message", "role": "assistant", "model": body["model"],
-            "content": content, "stop_reason": "max_tokens" if out_tokens == 0 else "end_turn", "stop_sequence": None,
-            "usage": {
-                "input_tokens": usage.input_tokens,
-                "cache_creation_input_tokens": usage.cache_write,
-                "cache_read_input_tokens": usage.cache_read,
-                "cache_creation": {"ephemeral_5m_input_tokens": usage.cache_write - usage.cache_write_1h,
-                                   "ephemeral_1h_input_tokens": usage.cache_write_1h},
-                "output_tokens": out_tokens,
-                "service_tier": "standard",
-            },
-        })
+            "content": [{"type": "text", "text": text}] if text else [], "stop_reason": stop, "stop_sequence": None,
+            "usage": _anthropic_usage(usage, out_tokens),
+        }
+        if not body.get("stream"):
+            return self._send(200, message)
+        start = {**message, "content": [], "stop_reason": None, "usage": _anthropic_usage(usage, 1)}
+        events: list[tuple[str | None, dict | str]] = [("message_start", {"type": "message_start", "message": start})]
+        if text:
+            events += [
+                ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+                ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ]
+        events += [
+            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                               "usage": {"output_tokens": out_tokens}}),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+        self._stream(events)
 
     def _count_tokens(self, body: dict) -> None:
+        _require(body, "model", "messages")
         total = sum(b.tokens for b in anthropic_blocks(body))
         self._send(200, {"input_tokens": total})
 
-    def _chat(self, body: dict) -> None:
-        for key in ("model", "messages"):
-            if key not in body:
-                raise KeyError(key)
-        usage = self.server.cache.openai(body)
-        n = next(self.server.ids)
-        prompt = usage.input_tokens + usage.cache_read
-        details = {"cached_tokens": usage.cache_read, "audio_tokens": 0}
-        if providers.uses_explicit_breakpoints(str(body["model"])):
-            details["cache_write_tokens"] = usage.cache_write
-        self._send(200, {
-            "id": f"chatcmpl-emulator-{n:06d}", "object": "chat.completion", "created": 1_700_000_000 + n,
-            "model": body["model"], "system_fingerprint": "fp_emulator",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": REPLY, "refusal": None},
-                         "logprobs": None, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": 3, "total_tokens": prompt + 3,
-                      "prompt_tokens_details": details,
-                      "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0}},
-        })
-
-    def _responses(self, body: dict) -> None:
-        if "model" not in body:
-            raise KeyError("model")
-        usage = self.server.cache.openai(body)
-        n = next(self.server.ids)
-        prompt = usage.input_tokens + usage.cache_read
+    # --------------------------------------------------------------------- OpenAI
+    def _details(self, body: dict, usage: Usage) -> dict:
         details = {"cached_tokens": usage.cache_read}
         if providers.uses_explicit_breakpoints(str(body["model"])):
-            details["cache_write_tokens"] = usage.cache_write
-        self._send(200, {
-            "id": f"resp_emulator_{n:06d}", "object": "response", "created_at": 1_700_000_000 + n,
+            details["cache_write_tokens"] = usage.cache_write  # GPT-5.6+ only [O-SDK]
+        return details
+
+    def _chat(self, body: dict) -> None:
+        _require(body, "model", "messages")
+        usage = self.server.cache.openai(body)
+        n = next(self.server.ids)
+        prompt = usage.input_tokens + usage.cache_read
+        stats = {"prompt_tokens": prompt, "completion_tokens": REPLY_TOKENS, "total_tokens": prompt + REPLY_TOKENS,
+                 "prompt_tokens_details": {**self._details(body, usage), "audio_tokens": 0},
+                 "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0}}
+        head = {"id": f"chatcmpl-emulator-{n:06d}", "created": CREATED + n, "model": body["model"],
+                "system_fingerprint": "fp_emulator"}
+        if not body.get("stream"):
+            return self._send(200, {
+                **head, "object": "chat.completion",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": REPLY, "refusal": None},
+                             "logprobs": None, "finish_reason": "stop"}],
+                "usage": stats,
+            })
+        chunk = {**head, "object": "chat.completion.chunk"}
+        deltas = [({"role": "assistant", "content": ""}, None), ({"content": REPLY}, None), ({}, "stop")]
+        events: list[tuple[str | None, dict | str]] = [
+            (None, {**chunk, "choices": [{"index": 0, "delta": d, "logprobs": None, "finish_reason": f}]})
+            for d, f in deltas]
+        if (body.get("stream_options") or {}).get("include_usage"):
+            events.append((None, {**chunk, "choices": [], "usage": stats}))
+        self._stream([*events, (None, "[DONE]")])
+
+    def _responses(self, body: dict) -> None:
+        _require(body, "model")
+        usage = self.server.cache.openai(body)
+        n = next(self.server.ids)
+        prompt = usage.input_tokens + usage.cache_read
+        item = {"type": "message", "id": f"msg_emulator_{n:06d}", "status": "completed", "role": "assistant",
+                "content": [{"type": "output_text", "text": REPLY, "annotations": []}]}
+        response = {
+            "id": f"resp_emulator_{n:06d}", "object": "response", "created_at": CREATED + n,
             "status": "completed", "model": body["model"], "error": None, "incomplete_details": None,
             "instructions": body.get("instructions"), "metadata": {}, "parallel_tool_calls": True,
             "temperature": 1.0, "top_p": 1.0, "tool_choice": "auto", "tools": body.get("tools") or [],
-            "output": [{"type": "message", "id": f"msg_emulator_{n:06d}", "status": "completed", "role": "assistant",
-                        "content": [{"type": "output_text", "text": REPLY, "annotations": []}]}],
-            "usage": {"input_tokens": prompt, "input_tokens_details": details, "output_tokens": 3,
-                      "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": prompt + 3},
-        })
+            "output": [item],
+            "usage": {"input_tokens": prompt, "input_tokens_details": self._details(body, usage),
+                      "output_tokens": REPLY_TOKENS, "output_tokens_details": {"reasoning_tokens": 0},
+                      "total_tokens": prompt + REPLY_TOKENS},
+        }
+        if not body.get("stream"):
+            return self._send(200, response)
+        pending = {**response, "status": "in_progress", "output": [], "usage": None}
+        self._stream([
+            ("response.created", {"type": "response.created", "sequence_number": 0, "response": pending}),
+            ("response.output_text.delta", {"type": "response.output_text.delta", "sequence_number": 1,
+                                            "item_id": item["id"], "output_index": 0, "content_index": 0,
+                                            "delta": REPLY, "logprobs": []}),
+            ("response.completed", {"type": "response.completed", "sequence_number": 2, "response": response}),
+        ])
+
+
+def _anthropic_usage(usage: Usage, output_tokens: int) -> dict:
+    return {
+        "input_tokens": usage.input_tokens,
+        "cache_creation_input_tokens": usage.cache_write,
+        "cache_read_input_tokens": usage.cache_read,
+        "cache_creation": {"ephemeral_5m_input_tokens": usage.cache_write - usage.cache_write_1h,
+                           "ephemeral_1h_input_tokens": usage.cache_write_1h},
+        "output_tokens": output_tokens,
+        "service_tier": "standard",
+    }
 
 
 @click.command("emulate")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on (loopback by default).")
 @click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="Port; 0 picks a free one.")
-def emulate_command(host: str, port: int) -> None:
+@click.option("--verbose", is_flag=True, help="Log each request to stderr.")
+def emulate_command(host: str, port: int, verbose: bool) -> None:
     """Run the offline prompt-cache emulator (Anthropic Messages, OpenAI Chat and Responses).
 
-    Prints its URL, which works as the SDKs' base URL, then serves until SIGINT or SIGTERM.
+    Prints its URL (the SDKs' base URL, for both providers) on the first line of stdout, then
+    serves until SIGINT or SIGTERM and exits 0. Exit 2 when it cannot listen.
     """
     try:
-        server = EmulatorServer(host, port)
+        server = EmulatorServer(host, port, log=verbose)
     except OSError as exc:
         click.echo(f"promptlint emulate: cannot listen on {host}:{port}: {exc.strerror or exc}", err=True)
         sys.exit(2)
@@ -188,9 +290,10 @@ def emulate_command(host: str, port: int) -> None:
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     thread = server.start()
-    click.echo(server.url, nl=True)
+    click.echo(server.url)
     sys.stdout.flush()
-    stop.wait()
+    while not stop.wait(0.5):  # a timed wait lets the signal handler run promptly
+        pass
     server.shutdown()
     server.server_close()
     thread.join(timeout=5)

@@ -21,10 +21,17 @@ import click
 from promptlint.cachemodel import CacheModel, CacheRequestError, anthropic_blocks, cost_usd, first_difference, openai_blocks
 
 
-def _detect(body: dict) -> str:
-    return "anthropic" if ("system" in body or "max_tokens" in body and "messages" in body
-                           and not any(isinstance(m, dict) and m.get("role") in ("system", "developer")
-                                       for m in body.get("messages") or [])) else "openai"
+def detect_provider(body: dict) -> str:
+    """Which API a recorded request body was written for ("anthropic" or "openai")."""
+    if any(key in body for key in ("input", "instructions", "prompt_cache_key", "max_completion_tokens",
+                                   "prompt_cache_options", "response_format")):
+        return "openai"
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    if any(m.get("role") in ("system", "developer", "tool") for m in messages):
+        return "openai"
+    if "system" in body or "cache_control" in body or "max_tokens" in body:
+        return "anthropic"
+    return "openai"
 
 
 def simulate(bodies: list[dict], provider: str | None = None, model: str | None = None,
@@ -36,7 +43,7 @@ def simulate(bodies: list[dict], provider: str | None = None, model: str | None 
     for turn, body in enumerate(bodies, 1):
         if model:
             body = {**body, "model": model}
-        kind = provider or _detect(body)
+        kind = provider or detect_provider(body)
         try:
             usage = cache.anthropic(body) if kind == "anthropic" else cache.openai(body)
         except CacheRequestError as exc:
@@ -59,7 +66,7 @@ def simulate(bodies: list[dict], provider: str | None = None, model: str | None 
 @click.argument("requests", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--provider", type=click.Choice(["anthropic", "openai"]), help="Default: guessed per request.")
 @click.option("--model", help="Override the model of every request.")
-@click.option("--interval", default=1.0, show_default=True, help="Seconds between turns (TTL expiry).")
+@click.option("--interval", default=1.0, show_default=True, type=click.FloatRange(min=0), help="Seconds between turns (TTL expiry).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per turn instead of a table.")
 def simulate_command(requests: str, provider: str | None, model: str | None, interval: float, as_json: bool) -> None:
     """Predict per-turn cache writes, reads and cost for recorded request bodies (JSON lines)."""
@@ -76,6 +83,9 @@ def simulate_command(requests: str, provider: str | None, model: str | None, int
                 bodies.append(body)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         click.echo(f"promptlint simulate: cannot read {requests}: {exc}", err=True)
+        sys.exit(2)
+    if not bodies:
+        click.echo(f"promptlint simulate: {requests} holds no request (one JSON object per line)", err=True)
         sys.exit(2)
     rows = simulate(bodies, provider, model, interval)
     missed = any("error" in r or (r["turn"] > 1 and r["cache_read"] == 0) for r in rows)
