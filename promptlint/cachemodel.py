@@ -365,8 +365,9 @@ class CacheModel:
         latest = turns[-1:] if turns else []
         window = int(_openai_setting("read_window_breakpoints", 50))
         readable = sorted(set(explicit) | set(turns))[-window:]
-        limit = providers.max_breakpoints("openai")
-        writable = sorted(set(explicit[-(limit - len(latest)):] if limit > len(latest) else []) | set(latest))
+        # up to 4 new writes; the implicit breakpoint takes one slot, the latest explicit ones the rest
+        slots = providers.max_breakpoints("openai") - len(latest)
+        writable = sorted(set(explicit[-slots:] if slots > 0 else []) | set(latest))
         if not readable:
             return Usage(total, note="no cache breakpoint (prompt_cache_options.mode is 'explicit')")
         hashes, cumulative = _prefix_hashes(model, blocks)

@@ -34,6 +34,7 @@ def _printable(text: str) -> str:
 
 
 def index_page(docs: dict[str, RuleDoc]) -> str:
+    """The table of every rule code, linking to its page."""
     rows = ["| code | name | family | severity | fixable |", "|---|---|---|---|---|"]
     for code, doc in docs.items():
         fixable = "yes" if doc.fix_safety.lower().startswith("safe fix") else ""

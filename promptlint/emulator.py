@@ -54,7 +54,9 @@ class EmulatorServer(ThreadingHTTPServer):
 
     def start(self) -> threading.Thread:
         """Serve on a background thread (tests); ``shutdown()`` stops it."""
-        thread = threading.Thread(target=self.serve_forever, name="promptlint-emulator", daemon=True)
+        # a short poll interval keeps shutdown() quick (it waits for the loop to notice)
+        thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05},
+                                  name="promptlint-emulator", daemon=True)
         thread.start()
         return thread
 
@@ -292,7 +294,7 @@ def emulate_command(host: str, port: int, verbose: bool) -> None:
     thread = server.start()
     click.echo(server.url)
     sys.stdout.flush()
-    while not stop.wait(0.5):  # a timed wait lets the signal handler run promptly
+    while not stop.wait(0.2):  # a timed wait lets the signal handler run promptly
         pass
     server.shutdown()
     server.server_close()

@@ -69,7 +69,11 @@ def simulate(bodies: list[dict], provider: str | None = None, model: str | None 
 @click.option("--interval", default=1.0, show_default=True, type=click.FloatRange(min=0), help="Seconds between turns (TTL expiry).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per turn instead of a table.")
 def simulate_command(requests: str, provider: str | None, model: str | None, interval: float, as_json: bool) -> None:
-    """Predict per-turn cache writes, reads and cost for recorded request bodies (JSON lines)."""
+    """Predict per-turn cache writes, reads and cost for recorded request bodies (JSON lines).
+
+    For a turn that misses, names the block and byte where its prefix left the previous one.
+    Exit 0 when every turn after the first reads, 1 when one misses, 2 for unreadable input.
+    """
     bodies = []
     try:
         handle = sys.stdin if requests == "-" else open(requests, encoding="utf-8")

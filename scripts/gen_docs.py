@@ -23,6 +23,7 @@ def main() -> int:
         fd, tmp = tempfile.mkstemp(dir=target, prefix=f".{name}.")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; docs are for everyone
         os.replace(tmp, target / name)
     print(f"wrote {len(pages)} pages to {target.relative_to(ROOT)}")
     return 0

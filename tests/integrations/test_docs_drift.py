@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 from promptlint.catalog import load_rule_docs
 from promptlint.docs_gen import render_all
+from promptlint.engine import lint_source
 
 RULES_DOCS = Path(__file__).resolve().parents[2] / "docs" / "rules"
 REGENERATE = "python scripts/gen_docs.py"
@@ -30,3 +34,22 @@ def test_a_rule_page_has_the_fixed_sections_in_order():
     positions = [text.index(s) for s in sections]
     assert positions == sorted(positions)
     assert load_rule_docs()["PC501"].why.strip() in text
+
+
+def test_the_fixable_column_agrees_with_promptlint_rules():
+    result = subprocess.run([sys.executable, "-m", "promptlint", "rules", "--format", "json"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    fixable = {row["code"] for row in json.loads(result.stdout) if row["fixable"]}
+    index = render_all()["index.md"]
+    documented = {line.split("[", 1)[1].split("]", 1)[0] for line in index.splitlines() if line.endswith("| yes |")}
+    assert fixable and documented == fixable
+
+
+def test_the_suppression_each_page_shows_silences_its_example():
+    doc = load_rule_docs()["PC101"]
+    assert "`# promptlint: ignore[PC101] <reason>`" in render_all()["PC101.md"]
+    [finding] = [d for d in lint_source(doc.example) if d.code == "PC101"]
+    lines = doc.example.splitlines()
+    lines[finding.line - 1] += "  # promptlint: ignore[PC101] a daily digest, one call a day"
+    assert lint_source("\n".join(lines) + "\n") == []

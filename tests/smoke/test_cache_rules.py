@@ -138,3 +138,130 @@ def test_gpt_5_6_reports_paid_writes_at_breakpoints():
     first = cache.openai(body)
     assert first.cache_write > 0
     assert cache.openai(body).cache_read > 0
+
+
+def test_a_one_hour_marker_after_a_five_minute_marker_is_rejected_like_the_api():
+    _, cache = clock()
+    body = anthropic_body(BIG)
+    body["messages"] = [{"role": "user", "content": [{"type": "text", "text": "hi",
+                                                      "cache_control": {"type": "ephemeral", "ttl": "1h"}}]}]
+    with pytest.raises(CacheRequestError, match=r"messages\.0\.content\.0\.cache_control\.ttl: a ttl='1h'"):
+        cache.anthropic(body)
+
+
+def test_top_level_cache_control_marks_the_last_block():
+    _, cache = clock()
+    body = {"model": HAIKU, "max_tokens": 5, "cache_control": MARK,
+            "system": BIG, "messages": [{"role": "user", "content": "first question"}]}
+    first = cache.anthropic(body)
+    follow_up = {**body, "messages": [*body["messages"], {"role": "assistant", "content": "answer"},
+                                      {"role": "user", "content": "second question"}]}
+    second = cache.anthropic(follow_up)
+    assert first.cache_write > 0 and first.input_tokens == 0
+    assert second.cache_read == first.cache_write and second.hit_at == "messages[0].content[0]"
+
+
+def test_top_level_cache_control_with_another_ttl_than_the_last_block_is_rejected():
+    _, cache = clock()
+    body = {**anthropic_body(BIG), "cache_control": {"type": "ephemeral", "ttl": "1h"}}
+    body["messages"] = [{"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": MARK}]}]
+    with pytest.raises(CacheRequestError, match="Top-level cache_control has ttl='1h'"):
+        cache.anthropic(body)
+
+
+def test_the_floor_is_per_model():
+    _, cache = clock()
+    text = "policy line. " * 600  # above Sonnet 4.5's 1,024 tokens, under Haiku 4.5's 4,096
+    for model, cached in (("claude-sonnet-4-5", True), (HAIKU, False)):
+        body = {**anthropic_body(text), "model": model}
+        cache.anthropic(body)
+        assert (cache.anthropic(body).cache_read > 0) is cached, model
+
+
+def test_a_breakpoint_on_a_block_that_changes_every_request_writes_every_time_and_never_reads():
+    _, cache = clock()
+    for turn in range(3):
+        body = anthropic_body(BIG + f"\nNow: {turn}")
+        usage = cache.anthropic(body)
+        assert usage.cache_read == 0 and usage.cache_write > 0
+
+
+def test_a_run_of_tool_results_counts_as_one_lookback_position():
+    _, cache = clock()
+    cache.anthropic({**blocks_body(1), "messages": [{"role": "user", "content": "warm-up"}]})
+    results = [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "ok"} for i in range(25)]
+    results[-1] = {**results[-1], "cache_control": MARK}
+    body = {**blocks_body(1), "messages": [{"role": "user", "content": results}]}
+    del body["system"][0]["cache_control"]
+    assert cache.anthropic(body).cache_read > 0  # 26 blocks, but only 2 positions
+
+
+def test_openai_reads_the_common_prefix_inside_a_message_rounded_down_to_128_tokens():
+    _, cache = clock()
+    shared = "rule. " * 900
+    first = {"model": "gpt-4o", "messages": [{"role": "system", "content": shared + "tail A " * 300}]}
+    second = {"model": "gpt-4o", "messages": [{"role": "system", "content": shared + "tail B " * 300}]}
+    cache.openai(first)
+    usage = cache.openai(second)
+    shared_tokens = providers.count_tokens('{"content":"' + shared + "tail ", "openai", "gpt-4o").n
+    assert (usage.cache_read - 1024) % 128 == 0
+    assert shared_tokens - 128 - 8 < usage.cache_read <= shared_tokens + 8
+
+
+def test_openai_entries_are_evicted_after_ten_idle_minutes():
+    now, cache = clock()
+    cache.openai(openai_body())
+    now[0] = 601.0
+    assert cache.openai(openai_body()).cache_read == 0
+
+
+def gpt56(*messages: dict, mode: str | None = None) -> dict:
+    body = {"model": "gpt-5.6-luna", "prompt_cache_key": "k", "messages": list(messages)}
+    return {**body, "prompt_cache_options": {"mode": mode}} if mode else body
+
+
+SYSTEM = {"role": "system", "content": "rule. " * 900}
+
+
+def test_gpt_5_6_implicit_breakpoint_lets_turn_two_read_turn_one():
+    _, cache = clock()
+    first = cache.openai(gpt56(SYSTEM, {"role": "user", "content": "q1"}))
+    second = cache.openai(gpt56(SYSTEM, {"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
+                                {"role": "user", "content": "q2"}))
+    assert second.cache_read == first.cache_write > 0
+    assert second.cache_write > 0  # the new latest user message is written too
+
+
+def test_gpt_5_6_explicit_mode_without_breakpoints_caches_nothing():
+    _, cache = clock()
+    body = gpt56(SYSTEM, {"role": "user", "content": "q1"}, mode="explicit")
+    cache.openai(body)
+    usage = cache.openai(body)
+    assert (usage.cache_read, usage.cache_write) == (0, 0)
+    assert "no cache breakpoint" in usage.note
+
+
+def test_gpt_5_6_writes_at_most_four_breakpoints_per_request():
+    _, cache = clock()
+    # every section alone is above the 1,024-token floor, so only the cap can stop a write
+    parts = [{"type": "text", "text": f"section {i}. " + "rule. " * 600, "prompt_cache_breakpoint": {"mode": "explicit"}}
+             for i in range(6)]
+    cache.openai(gpt56({"role": "user", "content": parts}, mode="explicit"))
+    for upto, cached in ((3, True), (2, False)):  # sections 3-6 were written, 1-2 were not
+        usage = cache.openai(gpt56({"role": "user", "content": parts[:upto]}, mode="explicit"))
+        assert (usage.cache_read > 0) is cached, upto
+
+
+def test_gpt_5_6_rejects_a_breakpoint_on_assistant_output():
+    _, cache = clock()
+    marked = {"type": "text", "text": "a1", "prompt_cache_breakpoint": {"mode": "explicit"}}
+    with pytest.raises(CacheRequestError) as info:
+        cache.openai(gpt56(SYSTEM, {"role": "assistant", "content": [marked]}))
+    assert info.value.param == "messages[1].content[0].prompt_cache_breakpoint"
+
+
+def test_gpt_5_6_rejects_a_breakpoint_on_a_tool_definition():
+    _, cache = clock()
+    tool = {"type": "function", "function": {"name": "f"}, "prompt_cache_breakpoint": {"mode": "explicit"}}
+    with pytest.raises(CacheRequestError, match="tool definitions"):
+        cache.openai({**gpt56(SYSTEM, {"role": "user", "content": "q"}), "tools": [tool]})

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,18 +13,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "scripts" / "smoke_cache.py"
-CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
-
-
-@pytest.fixture(scope="module")
-def emulator():
-    proc = subprocess.Popen([sys.executable, "-m", "promptlint", "emulate", "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    url = proc.stdout.readline().strip()
-    assert url.startswith("http://127.0.0.1:"), proc.stderr.read()
-    yield url
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=10) == 0  # a clean shutdown on SIGTERM
+SDK_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in SDK_VARIABLES}
 
 
 def smoke(*args: str) -> subprocess.CompletedProcess:
@@ -50,6 +40,7 @@ def test_a_timestamp_in_a_stable_layer_fails_the_smoke_and_says_where(emulator, 
     assert run.returncode == 1, run.stdout + run.stderr
     assert "NOT cached on turn 2: prefix bytes differed" in run.stdout
     assert "Current time:" in run.stdout
+    assert "(layer 'identity')" in run.stdout  # the contract layer the timestamp went into
 
 
 def test_without_an_api_key_or_base_url_the_smoke_skips_with_exit_2():
@@ -100,3 +91,67 @@ def test_simulate_names_the_block_and_byte_of_a_miss(tmp_path):
     assert rows[1]["cache_read"] > 0 and rows[2]["cache_read"] == 0
     diff = rows[2]["first_difference"]
     assert diff["block"] == "system[0]" and diff["byte_offset"] == len('{"text":"' + big + "t=")
+
+
+def test_the_table_shows_each_turn_and_the_budget(emulator):
+    run = smoke("--base-url", emulator)
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[1].split() == ["turn", "input", "cache", "write", "cache", "read", "output", "cost", "USD"]
+    assert [line.split()[0] for line in lines[2:4]] == ["1", "2"]
+    assert "within the $0.05 budget" in run.stdout and "cached on turn 2: yes" in run.stdout
+
+
+def test_gpt_5_6_breakpoints_are_read_on_turn_two_through_the_emulator(emulator):
+    run = smoke("--provider", "openai", "--model", "gpt-5.6-luna", "--base-url", emulator, "--json")
+    assert run.returncode == 0, run.stdout + run.stderr
+    first, second = json.loads(run.stdout)["turns"]
+    assert first["cache_write"] > 0 and second["cache_read"] > 0
+
+
+def test_a_skip_with_json_still_prints_one_json_object():
+    run = smoke("--json")
+    assert run.returncode == 2
+    report = json.loads(run.stdout)
+    assert report["cached"] is None and report["error"].startswith("skipped: ANTHROPIC_API_KEY is not set")
+
+
+def test_without_an_openai_key_or_base_url_the_smoke_skips_with_exit_2():
+    run = smoke("--provider", "openai")
+    assert run.returncode == 2
+    assert "OPENAI_API_KEY is not set" in run.stderr
+
+
+def test_a_model_that_could_exceed_the_budget_is_refused_before_sending():
+    run = smoke("--model", "claude-opus-4-1", "--dry-run")
+    assert run.returncode == 2
+    assert "over the $0.05 budget" in run.stderr
+
+
+def test_an_out_of_range_max_tokens_exits_2():
+    run = smoke("--max-tokens", "0", "--dry-run")
+    assert run.returncode == 2 and "--max-tokens" in run.stderr
+
+
+def load_smoke_module():
+    spec = importlib.util.spec_from_file_location("smoke_cache", SMOKE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_reason_names_a_missing_breakpoint():
+    smoke_cache = load_smoke_module()
+    bodies = [{"model": "claude-haiku-4-5", "max_tokens": 5, "system": "policy line. " * 2500,
+               "messages": [{"role": "user", "content": q}]} for q in ("a", "b")]
+    why = smoke_cache.reason("anthropic", bodies, smoke_cache.predict("anthropic", bodies))
+    assert why.startswith("no cache breakpoint")
+
+
+def test_the_reason_names_a_prefix_under_the_floor():
+    smoke_cache = load_smoke_module()
+    bodies = [{"model": "claude-haiku-4-5", "max_tokens": 5, "messages": [{"role": "user", "content": q}],
+               "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]}
+              for q in ("a", "b")]
+    why = smoke_cache.reason("anthropic", bodies, smoke_cache.predict("anthropic", bodies))
+    assert "under the 4096-token minimum for claude-haiku-4-5" in why
