@@ -1129,7 +1129,7 @@ class FunctionAnalysis:
                 end_line = getattr(node, "end_lineno", node.lineno)
                 fix = Fix("add-sort-keys", node.lineno, self.m.column(node.lineno, node.col_offset), end_line,
                           self.m.column(end_line, node.end_col_offset), True, f"add {serializer.sort_kwarg}=True",
-                          path=self.m.path)
+                          path=self.m.path, keyword=serializer.sort_kwarg)
                 if t.param >= 0:
                     out.append(t._replace(dumped=True, steps=t.steps + (step,), fix=fix))
                 else:

@@ -37,7 +37,7 @@ def index_page(docs: dict[str, RuleDoc]) -> str:
     """The table of every rule code, linking to its page."""
     rows = ["| code | name | family | severity | fixable |", "|---|---|---|---|---|"]
     for code, doc in docs.items():
-        fixable = "yes" if doc.fix_safety.lower().startswith("safe fix") else ""
+        fixable = "yes" if doc.fixable else ""
         rows.append(f"| [{code}]({code}.md) | `{doc.name}` | {doc.family} | {doc.severity} | {fixable} |")
     return "\n".join([HEADER, "# Rules\n",
                       "Codes are stable: a code is never reused. Select or ignore them by code or prefix "

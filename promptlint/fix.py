@@ -143,17 +143,19 @@ def _is_sorted_call(node) -> bool:
 
 
 def _with_sort_keys(call, fix: Fix):
-    """``call`` with ``sort_keys=True``: an existing ``sort_keys=`` is set, else one is appended."""
+    """``call`` with ``<keyword>=True`` (``sort_keys`` unless the serializer's rule names another):
+    an existing keyword is set, else one is appended."""
     import libcst as cst
 
+    keyword = getattr(fix, "keyword", "") or "sort_keys"
     args = list(call.args)
     for i, arg in enumerate(args):
-        if arg.keyword is not None and arg.keyword.value == "sort_keys":
+        if arg.keyword is not None and arg.keyword.value == keyword:
             return call.with_changes(args=[*args[:i], arg.with_changes(value=cst.Name("True")), *args[i + 1:]])
     if any(arg.star == "**" for arg in args):
         # the mapping may already hold sort_keys: adding one could raise TypeError at run time
         raise FixError(f"add-sort-keys at {_where(fix)} cannot edit a call that passes **kwargs")
-    new = cst.Arg(keyword=cst.Name("sort_keys"), value=cst.Name("True"),
+    new = cst.Arg(keyword=cst.Name(keyword), value=cst.Name("True"),
                   equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
                                         whitespace_after=cst.SimpleWhitespace("")))
     if args:

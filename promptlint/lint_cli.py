@@ -257,7 +257,7 @@ def _emit(body: str, output_file: str | None) -> None:
 
 # ----------------------------------------------------------------------------- rules
 def _fixable(doc) -> bool:
-    return doc.fix_safety.strip().lower().startswith("safe fix")
+    return doc.fixable
 
 
 @click.command("rules")

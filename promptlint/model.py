@@ -43,6 +43,7 @@ class Fix:
     safe: bool = True
     description: str = ""
     path: str = ""  # the file to edit: the fix sits where the value is consumed, maybe another module
+    keyword: str = "sort_keys"  # add-sort-keys: the serializer's sorting keyword
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,11 @@ class RuleDoc:
     # Extra examples that are run as tests but not printed: (code, expected codes).
     valid: tuple[str, ...] = ()
     invalid: tuple[str, ...] = ()
+
+    @property
+    def fixable(self) -> bool:
+        """True when the rule offers a safe automatic fix (its fix-safety text says so)."""
+        return self.fix_safety.strip().lower().startswith("safe fix")
 
 
 @dataclass(frozen=True)

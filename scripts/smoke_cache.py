@@ -165,12 +165,13 @@ def reason(provider: str, requests: list[dict], predicted: list[Usage]) -> str:
     return "; also ".join(reasons)
 
 
-def _render_turns(contract, args, provider: str, model: str, replies: list[str]) -> list[dict]:
-    """Both turns' request kwargs; turn two carries turn one's reply (a placeholder before sending)."""
+def conversation(contract, args, provider: str, model: str, send=None) -> tuple[list[dict], list[tuple[Usage, int]]]:
+    """Both turns' requests; with ``send``, each is sent and its reply goes into turn two
+    (without, a placeholder reply stands in). Returns the requests and the (usage, output) per turn."""
     renderer = "anthropic" if provider == "anthropic" else "openai"
     history = [{"role": "user", "content": QUESTIONS[0]}]
-    requests = []
-    for turn in range(2):
+    requests, results = [], []
+    for _ in range(2):
         kwargs = render(broken(contract) if args.break_prefix else contract, renderer, model, history)
         if provider == "anthropic":
             kwargs["max_tokens"] = args.max_tokens
@@ -178,11 +179,14 @@ def _render_turns(contract, args, provider: str, model: str, replies: list[str])
             kwargs.pop("max_tokens", None)
             kwargs["max_completion_tokens"] = args.max_tokens
         requests.append(kwargs)
-        history = [*history, {"role": "assistant", "content": replies[turn] if turn < len(replies) else "(reply)"},
-                   {"role": "user", "content": QUESTIONS[1]}]
+        reply = "(reply)"
+        if send is not None:
+            usage, output, reply = send(kwargs)
+            results.append((usage, output))
+        history = [*history, {"role": "assistant", "content": reply}, {"role": "user", "content": QUESTIONS[1]}]
         if args.break_prefix:
             time.sleep(0.001)  # distinct timestamps even on coarse clocks
-    return requests
+    return requests, results
 
 
 def worst_case_cost(provider: str, model: str, requests: list[dict], max_tokens: int) -> float | None:
@@ -220,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     model = args.model or DEFAULT_MODELS[provider]
     try:
         contract = load_contract()
-        planned = _render_turns(contract, args, provider, model, [])
+        planned, _ = conversation(contract, args, provider, model)
         worst = worst_case_cost(provider, model, planned, args.max_tokens)
         if worst is None and not args.base_url:
             raise CannotRun(f"no price recorded for {provider} model {model!r}, so the ${BUDGET_USD:.2f} budget "
@@ -232,13 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             requests, turns = planned, []
         else:
             client = _client(provider, args.base_url, args.timeout)
-            requests, turns, replies = [], [], []
-            for turn in range(2):
-                kwargs = _render_turns(contract, args, provider, model, replies)[turn]
-                usage, output, reply = _send(client, provider, kwargs)
-                requests.append(kwargs)
-                turns.append((usage, output))
-                replies.append(reply)
+            requests, turns = conversation(contract, args, provider, model, lambda kwargs: _send(client, provider, kwargs))
     except (CannotRun, ContractError, OSError) as exc:
         message = str(exc) if isinstance(exc, CannotRun) else f"cannot build the conversation: {exc}"
         print(f"smoke_cache: {message}", file=sys.stderr)

@@ -263,3 +263,8 @@ def test_engine_fixes_make_the_rule_examples_lint_clean(code):
         fixed = fix_source(src, fixes)
         assert fixed != src
         assert [d.code for d in lint_source(fixed)] == []
+
+
+def test_add_sort_keys_uses_the_serializers_own_keyword():
+    fix = Fix("add-sort-keys", 1, 5, 1, 17, keyword="sort")
+    assert fix_source("s = dump(d, x=1)\n", [fix]) == "s = dump(d, x=1, sort=True)\n"
