@@ -124,11 +124,6 @@ def _dotted(where: str) -> str:
     return where.replace("[", ".").replace("]", "")
 
 
-def _openai_setting(key: str, default: Any) -> Any:
-    # providers.py has no accessor for this figure yet; read it from the same dated table.
-    return providers._provider("openai").get(key, default)  # noqa: SLF001
-
-
 # ---------------------------------------------------------------------------------- Anthropic
 def anthropic_blocks(body: dict) -> list[Block]:
     """The request's cacheable blocks in prefix order (tools, system, messages).
@@ -363,7 +358,7 @@ class CacheModel:
         explicit = [i for i, b in enumerate(blocks) if b.breakpoint]
         turns = [i for i, b in enumerate(blocks) if b.turn_boundary] if mode == "implicit" else []
         latest = turns[-1:] if turns else []
-        window = int(_openai_setting("read_window_breakpoints", 50))
+        window = providers.read_window_breakpoints("openai") or 50
         readable = sorted(set(explicit) | set(turns))[-window:]
         # up to 4 new writes; the implicit breakpoint takes one slot, the latest explicit ones the rest
         slots = providers.max_breakpoints("openai") - len(latest)

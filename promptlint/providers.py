@@ -92,6 +92,12 @@ def lookback_blocks(provider: str) -> int | None:
     return None if value is None else int(value)
 
 
+def read_window_breakpoints(provider: str) -> int | None:
+    """How many of the latest breakpoints a read may match (OpenAI GPT-5.6+: 50), else None."""
+    value = _provider(provider).get("read_window_breakpoints")
+    return None if value is None else int(value)
+
+
 def ttls(provider: str) -> tuple[str, ...]:
     """Cache lifetimes the provider accepts, as its wire spells them (first is the default)."""
     table = _provider(provider)
