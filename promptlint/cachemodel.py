@@ -4,7 +4,10 @@ The rules (docs/smoke.md cites the provider page for each; per-model numbers are
 promptlint/data/providers.yaml, read through ``promptlint.providers``):
 
 Anthropic (Messages API)
-- The prefix is tools → system → messages, compared byte for byte, block by block.
+- The prefix is tools → system → messages, compared byte for byte, block by block (a block's
+  own keys sorted, nested JSON such as ``tool_use`` input in the order sent). ``tool_choice``,
+  ``thinking`` and ``output_config`` sit between system and messages: changing them
+  invalidates the messages only.
 - A ``cache_control`` marker on a block is a breakpoint; a top-level ``cache_control`` marks
   the last block (automatic caching). More than ``max_breakpoints`` (4) is a 400, and so is a
   ``1h`` marker after a ``5m`` one, or a top-level TTL that differs from the last block's.
@@ -30,7 +33,9 @@ OpenAI (Chat Completions / Responses)
   implicit one taking a slot; writes are reported as ``cache_write_tokens``. A marker on a
   tool, on assistant output or on a block type that cannot carry one is a 400.
 
-The clock is injectable, so TTL expiry is testable without sleeping.
+The clock is injectable, so TTL expiry is testable without sleeping. A miss that an expired
+entry explains says so in ``Usage.note``; :func:`first_difference` and :func:`cache_miss_reason`
+say where two requests' prefixes part.
 """
 
 from __future__ import annotations
@@ -56,7 +61,14 @@ OPENAI_BREAKPOINT_TYPES = {
 }
 """Content block types that may carry ``prompt_cache_breakpoint`` (GPT-5.6+) [O-PC]."""
 
+MESSAGE_LEVEL_SETTINGS = ("tool_choice", "thinking", "output_config")
+"""Anthropic request fields whose change invalidates the ``messages`` level but not tools or
+system [A-PC] "What invalidates what". They enter the prefix as one zero-token ``settings``
+block between the system blocks and the messages."""
+
 _KEPT_PROMPTS_PER_KEY = 64  # pre-5.6 prompts remembered per (model, prompt_cache_key)
+_KEPT_ENTRIES = 4096  # above this many entries, long-expired ones are forgotten
+_EXPLAIN_EXPIRY_SECONDS = 86400.0  # how long an expired entry still explains a miss
 
 
 class CacheRequestError(ValueError):
@@ -70,9 +82,21 @@ class CacheRequestError(ValueError):
         self.param = param
 
 
-def canonical(value: Any) -> bytes:
-    """Canonical bytes of a JSON value: sorted keys, fixed separators, UTF-8."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def block_bytes(block: Any) -> bytes:
+    """The bytes a block is compared by: its own keys sorted, everything inside them as sent.
+
+    The APIs parse a block's fields (``type``, ``text``, ...), so their order cannot matter;
+    nested JSON (``tool_use`` input, tool schemas, tool arguments) is rendered into the prompt
+    as the client wrote it, so its key order does ([A-PC]: key order in ``tool_use`` input must
+    be stable). Fixed separators, UTF-8.
+    """
+    if not isinstance(block, dict):
+        return _json(block).encode("utf-8")
+    return ("{" + ",".join(f"{_json(str(k))}:{_json(block[k])}" for k in sorted(block)) + "}").encode("utf-8")
 
 
 @dataclass
@@ -80,7 +104,7 @@ class Block:
     """One cacheable position of a request's prefix."""
 
     where: str  # "tools[0]", "system[1]", "messages[2].content[0]"
-    data: bytes  # canonical bytes of the block without its cache marker
+    data: bytes  # block_bytes() of the block without its cache marker
     tokens: int
     breakpoint: str | None = None  # the marker's TTL (Anthropic) or "explicit" (OpenAI)
     kind: str = ""  # block type ("text", "tool_use", ...) or message role for OpenAI
@@ -89,7 +113,13 @@ class Block:
 
 @dataclass
 class Usage:
-    """What one request read, wrote and paid as fresh input."""
+    """What one request read, wrote and paid as fresh input.
+
+    The three counts are disjoint and add up to the whole prompt, for every provider:
+    ``input_tokens`` is fresh input only (Anthropic's ``input_tokens``; OpenAI's prompt tokens
+    minus ``cached_tokens`` and ``cache_write_tokens``). ``cache_write_1h`` is the part of
+    ``cache_write`` written with a one-hour TTL.
+    """
 
     input_tokens: int
     cache_read: int = 0
@@ -126,7 +156,7 @@ def _dotted(where: str) -> str:
 
 # ---------------------------------------------------------------------------------- Anthropic
 def anthropic_blocks(body: dict) -> list[Block]:
-    """The request's cacheable blocks in prefix order (tools, system, messages).
+    """The request's cacheable blocks in prefix order (tools, system, settings, messages).
 
     Raises :class:`CacheRequestError` for a top-level ``cache_control`` whose TTL differs from
     the one already on the last block (the real API's 400).
@@ -142,7 +172,7 @@ def anthropic_blocks(body: dict) -> list[Block]:
         kind = str(block.get("type", "")) if isinstance(block, dict) else ""
         if role is not None and isinstance(block, dict):
             block = {**block, "role": role}  # the same text as user or assistant is a different prefix
-        data = canonical(block)
+        data = block_bytes(block)
         blocks.append(Block(where, data, _count(data, "anthropic", model), marker, kind))
 
     for i, tool in enumerate(body.get("tools") or []):
@@ -153,7 +183,11 @@ def anthropic_blocks(body: dict) -> list[Block]:
     elif isinstance(system, list):
         for i, block in enumerate(system):
             add(f"system[{i}]", block)
-    for m, message in enumerate(body.get("messages") or []):
+    messages = body.get("messages") or []
+    if messages:
+        settings = {key: body[key] for key in MESSAGE_LEVEL_SETTINGS if key in body}
+        blocks.append(Block("settings", block_bytes(settings), 0, None, "settings"))
+    for m, message in enumerate(messages):
         if not isinstance(message, dict):
             raise CacheRequestError(f"messages.{m}: Input should be a valid dictionary", f"messages.{m}")
         content, role = message.get("content"), str(message.get("role"))
@@ -163,21 +197,23 @@ def anthropic_blocks(body: dict) -> list[Block]:
             for i, block in enumerate(content):
                 add(f"messages[{m}].content[{i}]", block, role)
     auto = body.get("cache_control")
-    if isinstance(auto, dict) and blocks:
+    target = next((b for b in reversed(blocks) if b.kind != "settings"), None)
+    if isinstance(auto, dict) and target is not None:
         ttl = str(auto.get("ttl") or "5m")
-        if blocks[-1].breakpoint not in (None, ttl):
+        if target.breakpoint not in (None, ttl):
             raise CacheRequestError(f"Top-level cache_control has ttl='{ttl}' but the target block already has "
-                                    f"cache_control with ttl='{blocks[-1].breakpoint}'")
-        blocks[-1].breakpoint = ttl
+                                    f"cache_control with ttl='{target.breakpoint}'")
+        target.breakpoint = ttl
     return blocks
 
 
 def _positions(blocks: list[Block]) -> list[int]:
-    """Lookback position of each block: a run of tool_use (or tool_result) blocks is one position."""
+    """Lookback position of each block: a run of tool_use (or tool_result) blocks is one position,
+    and the ``settings`` pseudo-block takes none."""
     out, position = [], -1
     for i, block in enumerate(blocks):
         same_run = i > 0 and block.kind in ("tool_use", "tool_result") and blocks[i - 1].kind == block.kind
-        position += 0 if same_run else 1
+        position += 0 if same_run or block.kind == "settings" else 1
         out.append(position)
     return out
 
@@ -214,7 +250,7 @@ def openai_blocks(body: dict) -> list[Block]:
     blocks: list[Block] = []
 
     def add(where: str, value: Any, kind: str, marked: bool = False, boundary: bool = False) -> None:
-        data = canonical(value)
+        data = block_bytes(value)
         blocks.append(Block(where, data, _count(data, "openai", model), "explicit" if marked else None, kind, boundary))
 
     for name in ("tools", "response_format", "text"):
@@ -269,6 +305,16 @@ class CacheModel:
         entry = self._entries.get(key)
         return entry if entry is not None and entry.expires > now else None
 
+    def _expired(self, key: tuple, now: float) -> _Entry | None:
+        entry = self._entries.get(key)
+        return entry if entry is not None and entry.expires <= now else None
+
+    def _forget_long_expired(self, now: float) -> None:
+        # expired entries are kept a while to explain a miss ("expired"), but not forever
+        if len(self._entries) > _KEPT_ENTRIES:
+            for key in [k for k, e in self._entries.items() if e.expires <= now - _EXPLAIN_EXPIRY_SECONDS]:
+                del self._entries[key]
+
     # ------------------------------------------------------------------ Anthropic
     def anthropic(self, body: dict) -> Usage:
         """Apply one Messages request to the cache; raises :class:`CacheRequestError` on a 400."""
@@ -284,7 +330,8 @@ class CacheModel:
         positions = _positions(blocks)
         now = self.clock()
         with self._lock:
-            hit = -1
+            self._forget_long_expired(now)
+            hit, stale = -1, None
             for bp in marked:
                 for pos in range(bp, -1, -1):
                     if positions[bp] - positions[pos] >= lookback:
@@ -292,6 +339,7 @@ class CacheModel:
                     if self._live(("anthropic", hashes[pos]), now):
                         hit = max(hit, pos)
                         break
+                    stale = stale or _stale_note(self._expired(("anthropic", hashes[pos]), now), blocks[pos], now)
             read = cumulative[hit] if hit >= 0 else 0
             if hit >= 0:
                 entry = self._entries[("anthropic", hashes[hit])]
@@ -309,6 +357,7 @@ class CacheModel:
                 written_1h += part if ttl == "1h" else 0
         last = cumulative[marked[-1]]
         note = "" if last >= floor or read else f"prefix of {last} tokens is under the {floor}-token minimum for {model}"
+        note = note or ("" if read else stale or "")
         return Usage(total - read - written, read, written, written_1h, blocks[hit].where if hit >= 0 else None, note)
 
     # --------------------------------------------------------------------- OpenAI
@@ -328,7 +377,9 @@ class CacheModel:
         data = b"".join(b.data for b in blocks)
         now = self.clock()
         with self._lock:
-            kept = [p for p in self._prompts.get((model, key), []) if p.expires > now]
+            remembered = self._prompts.get((model, key), [])
+            kept = [p for p in remembered if p.expires > now]
+            gone = [p for p in remembered if p.expires <= now]
             best, common = None, 0
             for prompt in kept:
                 n = _common_prefix(prompt.data, data)
@@ -343,6 +394,9 @@ class CacheModel:
             kept = [p for p in kept if p.data != data] + [_Prompt(data, now + OPENAI_IN_MEMORY_SECONDS)]
             self._prompts[(model, key)] = kept[-_KEPT_PROMPTS_PER_KEY:]
         note = "" if total >= floor else f"prompt of {total} tokens is under the {floor}-token minimum"
+        if not read and not note and any(_tokens_of_prefix(blocks, _common_prefix(p.data, data), model) >= floor
+                                         for p in gone):
+            note = f"an earlier prompt with the same prefix was evicted after {OPENAI_IN_MEMORY_SECONDS:.0f} s idle"
         return Usage(total - read, read, 0, note=note)
 
     def _openai_breakpoints(self, model: str, key: str, body: dict, blocks: list[Block], total: int,
@@ -368,7 +422,11 @@ class CacheModel:
         hashes, cumulative = _prefix_hashes(model, blocks)
         now = self.clock()
         with self._lock:
+            self._forget_long_expired(now)
             hit = max((i for i in readable if self._live(("openai", model, key, hashes[i]), now)), default=-1)
+            stale = next((note for i in reversed(readable)
+                          if (note := _stale_note(self._expired(("openai", model, key, hashes[i]), now), blocks[i], now))),
+                         None)
             read = cumulative[hit] if hit >= 0 else 0
             if hit >= 0:
                 self._entries[("openai", model, key, hashes[hit])].expires = now + TTL_SECONDS[ttl]
@@ -381,7 +439,15 @@ class CacheModel:
                 furthest = max(furthest, cumulative[i])
         longest = cumulative[readable[-1]]
         note = "" if longest >= floor or read else f"prefix of {longest} tokens before the last breakpoint is under the {floor}-token minimum"
-        return Usage(total - read, read, furthest - read, 0, blocks[hit].where if hit >= 0 else None, note)
+        note = note or ("" if read else stale or "")
+        written = furthest - read
+        return Usage(total - read - written, read, written, 0, blocks[hit].where if hit >= 0 else None, note)
+
+
+def _stale_note(entry: _Entry | None, block: Block, now: float) -> str | None:
+    if entry is None:
+        return None
+    return f"the entry at {block.where} expired {now - entry.expires:.0f} s ago (TTL {entry.ttl})"
 
 
 def _prefix_hashes(model: str, blocks: list[Block]) -> tuple[list[bytes], list[int]]:
@@ -419,23 +485,59 @@ def _tokens_of_prefix(blocks: list[Block], nbytes: int, model: str) -> int:
     return tokens
 
 
+def prefix_level(where: str) -> str:
+    """The prefix level a block belongs to: ``tools``, ``system``, ``settings``, ``messages``
+    (Anthropic) or ``tools``, ``response_format``, ``text``, ``instructions``, ``messages``,
+    ``input`` (OpenAI). A change at one level invalidates it and every later one ([A-PC])."""
+    return where.split("[", 1)[0].split(".", 1)[0]
+
+
 def first_difference(a: list[Block], b: list[Block]) -> dict | None:
-    """Where two requests' prefixes part: block, byte offset inside it, and both snippets."""
+    """Where request ``b``'s prefix parts from request ``a``'s: the block and its level, the byte
+    offset inside the block, and both snippets around it (None when one is a prefix of the other
+    and both have the same blocks)."""
     for i, (x, y) in enumerate(zip(a, b)):
         if x.data != y.data:
             offset = _common_prefix(x.data, y.data)
             lo = max(0, offset - 30)
             return {
-                "block": y.where, "index": i, "byte_offset": offset,
+                "block": y.where, "level": prefix_level(y.where), "index": i, "byte_offset": offset,
                 "before": x.data[lo:offset + 40].decode("utf-8", "replace"),
                 "after": y.data[lo:offset + 40].decode("utf-8", "replace"),
             }
     if len(a) != len(b):
         i = min(len(a), len(b))
-        return {"block": (b[i] if i < len(b) else a[i]).where, "index": i, "byte_offset": 0,
+        where = (b[i] if i < len(b) else a[i]).where
+        return {"block": where, "level": prefix_level(where), "index": i, "byte_offset": 0,
                 "before": "" if i >= len(a) else a[i].data[:40].decode("utf-8", "replace"),
                 "after": "" if i >= len(b) else b[i].data[:40].decode("utf-8", "replace")}
     return None
+
+
+MISS_REASONS = {"tools": "tools_changed", "system": "system_changed", "messages": "messages_changed"}
+"""Anthropic ``cache_miss_reason`` type per prefix level [A-CD]."""
+
+
+def cache_miss_reason(previous_model: str, previous: list[Block], model: str, current: list[Block],
+                      read: int) -> dict | None:
+    """Anthropic cache diagnostics: why ``current`` could not reuse ``previous``'s prefix [A-CD].
+
+    None when nothing diverged (the same blocks, or only blocks appended). Otherwise
+    ``{"type": "model_changed" | "tools_changed" | "system_changed" | "messages_changed",
+    "cache_missed_input_tokens": N}``, N being what the previous request cached (up to its last
+    breakpoint) that this one did not read.
+    """
+    marked = [i for i, b in enumerate(previous) if b.breakpoint]
+    cached = sum(b.tokens for b in previous[:marked[-1] + 1]) if marked else 0
+    missed = max(0, cached - read)
+    if model != previous_model:
+        return {"type": "model_changed", "cache_missed_input_tokens": missed}
+    diff = first_difference(previous, current)
+    if diff is None or diff["index"] >= len(previous):
+        return None  # identical, or entries only appended
+    if diff["level"] == "settings":
+        return {"type": "unavailable"}  # the API does not diagnose thinking / tool_choice changes [A-CD]
+    return {"type": MISS_REASONS.get(diff["level"], "messages_changed"), "cache_missed_input_tokens": missed}
 
 
 def cost_usd(provider: str, model: str, usage: Usage, output_tokens: int = 0) -> float | None:

@@ -6,12 +6,14 @@ Replies are deterministic: the text is a fixed acknowledgement, ids count up per
 Usage fields carry the real names (``cache_read_input_tokens``,
 ``prompt_tokens_details.cached_tokens``, ``input_tokens_details.cached_tokens``). Any API key
 is accepted, but one must be sent, as the real APIs require. ``stream: true`` answers with
-the providers' server-sent events.
+the providers' server-sent events. Anthropic cache diagnostics (``diagnostics.previous_message_id``)
+and Responses ``previous_response_id`` refer to responses this server gave.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections import OrderedDict
 import json
 import signal
 import socket
@@ -23,11 +25,14 @@ from typing import Any, Iterable
 import click
 
 from promptlint import providers
-from promptlint.cachemodel import CacheModel, CacheRequestError, Usage, anthropic_blocks
+from promptlint.cachemodel import (
+    Block, CacheModel, CacheRequestError, Usage, anthropic_blocks, cache_miss_reason, openai_blocks,
+)
 
 REPLY = "Acknowledged."
 REPLY_TOKENS = 3
 CREATED = 1_700_000_000  # a fixed epoch base keeps replies deterministic
+KEPT_RESPONSES = 1024  # responses remembered for previous_message_id / previous_response_id
 
 
 class EmulatorServer(ThreadingHTTPServer):
@@ -44,6 +49,22 @@ class EmulatorServer(ThreadingHTTPServer):
         self.cache = cache or CacheModel()
         self.ids = itertools.count(1)
         self.log = log
+        # response id -> what a later request may refer to: (model, prefix blocks) of an Anthropic
+        # request (diagnostics.previous_message_id) or the full item list of a stored Responses turn
+        self.responses: OrderedDict[str, Any] = OrderedDict()
+        self.responses_lock = threading.Lock()
+
+    def remember(self, response_id: str, record: Any) -> None:
+        """Keep what a later request may refer to by ``response_id`` (the latest KEPT_RESPONSES)."""
+        with self.responses_lock:
+            self.responses[response_id] = record
+            while len(self.responses) > KEPT_RESPONSES:
+                self.responses.popitem(last=False)
+
+    def recall(self, response_id: str) -> Any | None:
+        """What :meth:`remember` kept for ``response_id``, or None."""
+        with self.responses_lock:
+            return self.responses.get(response_id)
 
     @property
     def url(self) -> str:
@@ -62,9 +83,9 @@ class EmulatorServer(ThreadingHTTPServer):
 
 
 class _ApiError(Exception):
-    def __init__(self, status: int, kind: str, message: str, param: str | None = None):
+    def __init__(self, status: int, kind: str, message: str, param: str | None = None, code: str | None = None):
         super().__init__(message)
-        self.status, self.kind, self.param = status, kind, param
+        self.status, self.kind, self.param, self.code = status, kind, param, code
 
 
 def _require(body: dict, *keys: str) -> None:
@@ -93,6 +114,8 @@ class _Handler(BaseHTTPRequestHandler):
             "/chat/completions": self._chat,
             "/v1/responses": self._responses,
             "/responses": self._responses,
+            "/v1/responses/input_tokens": self._input_tokens,
+            "/responses/input_tokens": self._input_tokens,
         }
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length)
@@ -154,7 +177,7 @@ class _Handler(BaseHTTPRequestHandler):
                                       "request_id": "req_emulator"})
         else:
             self._send(error.status, {"error": {"message": str(error), "type": error.kind, "param": error.param,
-                                                "code": None}})
+                                                "code": error.code}})
 
     # ------------------------------------------------------------------ Anthropic
     def _messages(self, body: dict) -> None:
@@ -162,8 +185,15 @@ class _Handler(BaseHTTPRequestHandler):
         max_tokens = body["max_tokens"]
         if not isinstance(max_tokens, int) or max_tokens < 0:
             raise _ApiError(400, "invalid_request_error", "max_tokens: Input should be a non-negative integer", "max_tokens")
+        diagnostics = body.get("diagnostics")
+        if diagnostics is not None and not (isinstance(diagnostics, dict) and isinstance(
+                diagnostics.get("previous_message_id"), (str, type(None)))):
+            raise _ApiError(400, "invalid_request_error",
+                            "diagnostics.previous_message_id: Input should be a valid string or null")
         usage = self.server.cache.anthropic(body)
         n = next(self.server.ids)
+        blocks = anthropic_blocks(body)
+        self.server.remember(f"msg_emulator_{n:06d}", (str(body["model"]), blocks))
         out_tokens = min(max_tokens, REPLY_TOKENS)
         # max_tokens 0 is the pre-warm request: empty content, stop_reason max_tokens [A-PC]
         stop = "end_turn" if out_tokens == REPLY_TOKENS else "max_tokens"
@@ -173,6 +203,8 @@ class _Handler(BaseHTTPRequestHandler):
             "content": [{"type": "text", "text": text}] if text else [], "stop_reason": stop, "stop_sequence": None,
             "usage": _anthropic_usage(usage, out_tokens),
         }
+        if diagnostics is not None:
+            message["diagnostics"] = self._diagnose(diagnostics.get("previous_message_id"), body, blocks, usage)
         if not body.get("stream"):
             return self._send(200, message)
         start = {**message, "content": [], "stop_reason": None, "usage": _anthropic_usage(usage, 1)}
@@ -190,6 +222,16 @@ class _Handler(BaseHTTPRequestHandler):
         ]
         self._stream(events)
 
+    def _diagnose(self, previous_id: str | None, body: dict, blocks: list[Block], usage: Usage) -> dict | None:
+        """``diagnostics`` of a response: null when nothing diverged or there is nothing to compare [A-CD]."""
+        if previous_id is None:
+            return None  # the first turn opts in without a message to compare
+        previous = self.server.recall(previous_id)
+        if previous is None:
+            return {"cache_miss_reason": {"type": "previous_message_not_found"}}
+        reason = cache_miss_reason(previous[0], previous[1], str(body["model"]), blocks, usage.cache_read)
+        return None if reason is None else {"cache_miss_reason": reason}
+
     def _count_tokens(self, body: dict) -> None:
         _require(body, "model", "messages")
         total = sum(b.tokens for b in anthropic_blocks(body))
@@ -206,7 +248,7 @@ class _Handler(BaseHTTPRequestHandler):
         _require(body, "model", "messages")
         usage = self.server.cache.openai(body)
         n = next(self.server.ids)
-        prompt = usage.input_tokens + usage.cache_read
+        prompt = usage.input_tokens + usage.cache_read + usage.cache_write  # both are parts of the prompt
         stats = {"prompt_tokens": prompt, "completion_tokens": REPLY_TOKENS, "total_tokens": prompt + REPLY_TOKENS,
                  "prompt_tokens_details": {**self._details(body, usage), "audio_tokens": 0},
                  "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0}}
@@ -228,11 +270,32 @@ class _Handler(BaseHTTPRequestHandler):
             events.append((None, {**chunk, "choices": [], "usage": stats}))
         self._stream([*events, (None, "[DONE]")])
 
+    def _with_history(self, body: dict) -> tuple[dict, list]:
+        """The Responses body with ``previous_response_id`` resolved, and its full item list."""
+        items = body.get("input") or []
+        items = [{"role": "user", "content": items}] if isinstance(items, str) else list(items)
+        previous_id = body.get("previous_response_id")
+        if previous_id is None:
+            return body, items
+        # the earlier turn's input and output come first; its instructions do not carry over [O-SDK]
+        earlier = self.server.recall(str(previous_id))
+        if not isinstance(earlier, list):
+            raise _ApiError(400, "invalid_request_error", f"Previous response with id '{previous_id}' not found.",
+                            "previous_response_id", "previous_response_not_found")
+        items = earlier + items
+        return {**{k: v for k, v in body.items() if k != "previous_response_id"}, "input": items}, items
+
+    def _input_tokens(self, body: dict) -> None:
+        _require(body, "model")
+        body, _ = self._with_history(body)
+        self._send(200, {"object": "response.input_tokens", "input_tokens": sum(b.tokens for b in openai_blocks(body))})
+
     def _responses(self, body: dict) -> None:
         _require(body, "model")
+        body, items = self._with_history(body)
         usage = self.server.cache.openai(body)
         n = next(self.server.ids)
-        prompt = usage.input_tokens + usage.cache_read
+        prompt = usage.input_tokens + usage.cache_read + usage.cache_write  # both are parts of the prompt
         item = {"type": "message", "id": f"msg_emulator_{n:06d}", "status": "completed", "role": "assistant",
                 "content": [{"type": "output_text", "text": REPLY, "annotations": []}]}
         response = {
@@ -245,6 +308,8 @@ class _Handler(BaseHTTPRequestHandler):
                       "output_tokens": REPLY_TOKENS, "output_tokens_details": {"reasoning_tokens": 0},
                       "total_tokens": prompt + REPLY_TOKENS},
         }
+        if body.get("store", True) is not False:  # store: false responses cannot be referred to later
+            self.server.remember(response["id"], [*items, item])
         if not body.get("stream"):
             return self._send(200, response)
         pending = {**response, "status": "in_progress", "output": [], "usage": None}

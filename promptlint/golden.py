@@ -170,6 +170,11 @@ def read_golden(path: Path) -> dict[str, Any]:
     for provider, entry in document["providers"].items():
         if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str) or not isinstance(entry.get("layers"), dict):
             raise GoldenFileError(f"{path}: provider {provider!r} lacks a sha256 or layer hashes")
+        if not all(isinstance(digest, str) for digest in entry["layers"].values()):
+            raise GoldenFileError(f"{path}: provider {provider!r} has a layer hash that is not a string")
+    for name, entry in document["layers"].items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("text"), str):
+            raise GoldenFileError(f"{path}: layer {name!r} lacks its text")
     return document
 
 
@@ -240,7 +245,7 @@ def compare(contract: PromptContract, golden: dict[str, Any], current: dict[str,
         remedy = (f"the stable prefix changed without a version bump (still {contract.version}): if the "
                   "change is a leak, fix it; if it is intended, bump the contract version and run "
                   "`promptlint golden update`")
-    groups: dict[tuple[str | None, int | None, str], list[str]] = {}
+    groups: dict[tuple[str | None, int | None, str], tuple[list[str], dict[str, None]]] = {}
     for provider, entry in current["providers"].items():
         old = golden["providers"].get(provider)
         if old is None:
@@ -258,11 +263,14 @@ def compare(contract: PromptContract, golden: dict[str, Any], current: dict[str,
                           else (None, "no layer changed: the wire shape or model changed "
                                 f"(model {old.get('model')} -> {entry['model']})"))
         line = f"{provider} ({entry['model']}) {old['sha256'][:12]} -> {entry['sha256'][:12]}"
-        groups.setdefault((layer, offset, detail), []).append(line)
-    for (layer, offset, detail), lines in groups.items():
+        lines, others = groups.setdefault((layer, offset, detail), ([], {}))
+        lines.append(line)
+        others.update(dict.fromkeys(changed[1:]))
+    for (layer, offset, detail), (lines, others) in groups.items():
         providers_changed = ", ".join(line.split(" ")[0] for line in lines)
+        also = f"\n  also changed: {', '.join(others)}" if others else ""
         message = (f"contract {contract.name!r}: prefix sha256 changed for "
-                   + "; ".join(lines) + f"\n  {detail}\n  what to do: {remedy}")
+                   + "; ".join(lines) + f"\n  {detail}{also}\n  what to do: {remedy}")
         found.append(Mismatch(contract.name, providers_changed, layer, offset, message))
     if version_bumped and not found:
         found.append(Mismatch(contract.name, None, None, None,
@@ -281,7 +289,10 @@ def check_contract(contract: PromptContract, directory: str | os.PathLike[str]) 
         return [Mismatch(contract.name, None, None, None,
                          f"contract {contract.name!r} ({contract.version}): no golden file {path}; "
                          "run `promptlint golden update` and commit it")]
-    return compare(contract, read_golden(path))
+    golden = read_golden(path)
+    if golden["contract"] != contract.name:
+        raise GoldenFileError(f"{path}: records contract {golden['contract']!r}, not {contract.name!r}")
+    return compare(contract, golden)
 
 
 def assert_matches_golden(contract: PromptContract, directory: str | os.PathLike[str] = DEFAULT_DIR,

@@ -143,8 +143,10 @@ class Price:
 
     ``cache_read`` is the price of a cache hit; ``cache_write_5m`` / ``cache_write_1h`` are
     Anthropic's write prices by TTL; ``cache_write`` is the single write price of providers
-    with one TTL (OpenAI GPT-5.6+; 0.0 where writes are free). ``unsourced`` names the fields
-    that could not be confirmed from a vendor page (see ``source``).
+    with one TTL (OpenAI GPT-5.6+; 0.0 where writes are free). ``source`` cites the
+    providers.md sources of the sourced fields; ``unsourced`` names the fields providers.md does
+    not state (a price derived from an unsourced one is unsourced too), and ``seen_in`` the
+    third-party page where such a figure was seen, if any.
     """
 
     model: str
@@ -156,6 +158,15 @@ class Price:
     cache_write_1h: float
     source: str
     unsourced: tuple[str, ...] = ()
+    seen_in: str | None = None
+
+    @property
+    def sourced(self) -> bool:
+        """True when every field of this price is stated by a listed source."""
+        return not self.unsourced
+
+
+_CACHE_PRICES = ("cache_read", "cache_write", "cache_write_5m", "cache_write_1h")
 
 
 def price(provider: str, model: str) -> Price:
@@ -172,13 +183,18 @@ def price(provider: str, model: str) -> Price:
         )
     base = float(entry["input"])
     output = entry.get("output")
-    unsourced = tuple(entry.get("unsourced") or ())
+    unsourced = list(entry.get("unsourced") or ())
+    seen_in = entry.get("seen_in")
+    if seen_in is not None:
+        seen_in = str(_data().get("third_party", {}).get(seen_in, seen_in))
     if provider == "anthropic":
         reads = table.get("read_multipliers") or {}
         read_multiplier = _lookup(reads, model)
         if read_multiplier is None:
             read_multiplier = table["default_read_multiplier"]
         writes = table["write_multipliers"]
+        if "input" in unsourced:  # cache prices are multiples of the input price
+            unsourced += [name for name in _CACHE_PRICES if name not in unsourced]
         return Price(
             model=model,
             input=base,
@@ -188,12 +204,15 @@ def price(provider: str, model: str) -> Price:
             cache_write_5m=round(base * float(writes["5m"]), 6),
             cache_write_1h=round(base * float(writes["1h"]), 6),
             source=str(entry["source"]),
-            unsourced=unsourced,
+            unsourced=tuple(unsourced),
+            seen_in=seen_in,
         )
     if "cache_write" in entry:
         write = float(entry["cache_write"])
     elif provider == "openai" and uses_explicit_breakpoints(model):
         write = round(base * float(table["explicit_write_multiplier"]), 6)
+        if "input" in unsourced:
+            unsourced += ["cache_write", "cache_write_5m", "cache_write_1h"]
     else:
         write = 0.0
     return Price(
@@ -205,7 +224,8 @@ def price(provider: str, model: str) -> Price:
         cache_write_5m=write,
         cache_write_1h=write,
         source=str(entry["source"]),
-        unsourced=unsourced,
+        unsourced=tuple(unsourced),
+        seen_in=seen_in,
     )
 
 
@@ -360,5 +380,5 @@ def count_tokens(text: str, provider: str, model: str, *, allow_tiktoken: bool =
 
 
 def sources() -> dict[str, str]:
-    """The short source keys used in the data file and what each one points to."""
+    """The short source keys used in the data file (all from providers.md) and what each names."""
     return {str(key): str(value) for key, value in _data()["sources"].items()}

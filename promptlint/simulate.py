@@ -4,8 +4,8 @@ Each line is one request body as sent to the SDK (``messages.create`` kwargs for
 ``chat.completions.create`` / ``responses.create`` kwargs for OpenAI). The requests go through
 the same cache model as the emulator (``promptlint.cachemodel``) with a clock that advances
 ``--interval`` seconds per turn. For a turn that reads nothing while an earlier turn exists, the
-report names the first position where its prefix differs from the previous request's: the
-block (and so the layer), the byte offset inside it, and both snippets.
+report names the first position where its prefix differs from the previous request to the same
+provider: the block and its prefix level, the byte offset inside it, and both snippets.
 
 Exit codes: 0 every turn after the first read from the cache; 1 some turn missed; 2 usage
 error or unreadable input.
@@ -36,10 +36,12 @@ def detect_provider(body: dict) -> str:
 
 def simulate(bodies: list[dict], provider: str | None = None, model: str | None = None,
              interval: float = 1.0) -> list[dict]:
-    """One report per request: usage, cost, and where a miss differs from the previous request."""
+    """One report per request: usage, cost, and where a miss differs from the previous request
+    to the same provider (``previous_turn``, ``first_difference``)."""
     now = [0.0]
     cache = CacheModel(clock=lambda: now[0])
-    rows, previous = [], None
+    rows: list[dict] = []
+    previous: dict[str, tuple[int, list]] = {}  # provider -> (turn, blocks) of its latest accepted request
     for turn, body in enumerate(bodies, 1):
         if model:
             body = {**body, "model": model}
@@ -54,10 +56,11 @@ def simulate(bodies: list[dict], provider: str | None = None, model: str | None 
         row = {"turn": turn, "provider": kind, "model": body.get("model"), "input_tokens": usage.input_tokens,
                "cache_write": usage.cache_write, "cache_read": usage.cache_read,
                "cost_usd": cost_usd(kind, str(body.get("model")), usage), "note": usage.note}
-        if previous is not None and usage.cache_read == 0:
-            row["first_difference"] = first_difference(previous, blocks)
+        if kind in previous and usage.cache_read == 0:
+            row["previous_turn"], earlier = previous[kind]
+            row["first_difference"] = first_difference(earlier, blocks)
         rows.append(row)
-        previous = blocks
+        previous[kind] = (turn, blocks)
         now[0] += interval
     return rows
 
@@ -108,7 +111,8 @@ def simulate_command(requests: str, provider: str | None, model: str | None, int
             click.echo(f"     {r['note']}")
         diff = r.get("first_difference")
         if diff:
-            click.echo(f"     miss: differs from turn {r['turn'] - 1} at {diff['block']}, byte {diff['byte_offset']}")
+            click.echo(f"     miss: differs from turn {r['previous_turn']} at {diff['block']} ({diff['level']} level), "
+                       f"byte {diff['byte_offset']}")
             click.echo(f"       before: {diff['before']!r}")
             click.echo(f"       after:  {diff['after']!r}")
     total = sum(r.get("cost_usd") or 0.0 for r in rows)

@@ -12,6 +12,7 @@ key, bad arguments, over budget, network error after a bounded deadline).
 
     python scripts/smoke_cache.py                        # Anthropic, needs ANTHROPIC_API_KEY
     python scripts/smoke_cache.py --provider openai      # needs OPENAI_API_KEY
+    python scripts/smoke_cache.py --provider openai --openai-api responses
     python scripts/smoke_cache.py --dry-run              # print requests and the predicted outcome
     promptlint emulate &                                 # offline: prints its URL
     python scripts/smoke_cache.py --base-url http://127.0.0.1:PORT
@@ -44,6 +45,7 @@ QUESTIONS = ("My March invoice looks doubled. Can you check account acc_123?",
              "Thanks. And when would a refund show up on my card?")
 BUDGET_USD = 0.05
 MAX_RETRIES = 1
+RESPONSES_MIN_OUTPUT = 16  # the Responses API rejects max_output_tokens below 16
 TOKEN_MARGIN = 1.5  # our token counts are estimates (lower bounds for Claude); bill as if 50% more
 
 
@@ -104,7 +106,7 @@ def _client(provider: str, base_url: str | None, timeout: float):
     return sdk.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=MAX_RETRIES)
 
 
-def _send(client, provider: str, kwargs: dict) -> tuple[Usage, int, str]:
+def _send(client, provider: str, api: str, kwargs: dict) -> tuple[Usage, int, str]:
     """Send one turn; every SDK error becomes :class:`CannotRun` (it is not a cache verdict)."""
     sdk = _sdk(provider)
     try:
@@ -115,12 +117,20 @@ def _send(client, provider: str, kwargs: dict) -> tuple[Usage, int, str]:
                           getattr(u.cache_creation, "ephemeral_1h_input_tokens", 0) or 0)
             text = "".join(getattr(b, "text", "") for b in response.content) or "(no text)"
             return usage, u.output_tokens, text
+        if api == "responses":
+            response = client.responses.create(**kwargs)
+            u = response.usage
+            details = u.input_tokens_details
+            cached = (details.cached_tokens or 0) if details else 0
+            write = (getattr(details, "cache_write_tokens", 0) or 0) if details else 0
+            usage = Usage(u.input_tokens - cached - write, cached, write)
+            return usage, u.output_tokens, response.output_text or "(no text)"
         response = client.chat.completions.create(**kwargs)
         u = response.usage
         details = u.prompt_tokens_details
         cached = (details.cached_tokens or 0) if details else 0
         write = (getattr(details, "cache_write_tokens", 0) or 0) if details else 0
-        return Usage(u.prompt_tokens - cached, cached, write), u.completion_tokens, response.choices[0].message.content or ""
+        return Usage(u.prompt_tokens - cached - write, cached, write), u.completion_tokens, response.choices[0].message.content or ""
     except sdk.APIConnectionError as exc:  # includes APITimeoutError
         raise CannotRun(f"network error talking to {provider} after {MAX_RETRIES + 1} attempts: {exc}") from None
     except (sdk.AuthenticationError, sdk.PermissionDeniedError) as exc:
@@ -168,16 +178,15 @@ def reason(provider: str, requests: list[dict], predicted: list[Usage]) -> str:
 def conversation(contract, args, provider: str, model: str, send=None) -> tuple[list[dict], list[tuple[Usage, int]]]:
     """Both turns' requests; with ``send``, each is sent and its reply goes into turn two
     (without, a placeholder reply stands in). Returns the requests and the (usage, output) per turn."""
-    renderer = "anthropic" if provider == "anthropic" else "openai"
+    renderer = {"anthropic": "anthropic", "chat": "openai", "responses": "openai-responses"}[
+        "anthropic" if provider == "anthropic" else args.openai_api]
     history = [{"role": "user", "content": QUESTIONS[0]}]
     requests, results = [], []
     for _ in range(2):
         kwargs = render(broken(contract) if args.break_prefix else contract, renderer, model, history)
-        if provider == "anthropic":
-            kwargs["max_tokens"] = args.max_tokens
-        else:
-            kwargs.pop("max_tokens", None)
-            kwargs["max_completion_tokens"] = args.max_tokens
+        kwargs.pop("max_tokens", None)
+        limit = {"anthropic": "max_tokens", "openai": "max_completion_tokens", "openai-responses": "max_output_tokens"}
+        kwargs[limit[renderer]] = output_limit(args)
         requests.append(kwargs)
         reply = "(reply)"
         if send is not None:
@@ -187,6 +196,13 @@ def conversation(contract, args, provider: str, model: str, send=None) -> tuple[
         if args.break_prefix:
             time.sleep(0.001)  # distinct timestamps even on coarse clocks
     return requests, results
+
+
+def output_limit(args: argparse.Namespace) -> int:
+    """The output token limit sent per turn (``--max-tokens``, raised to the Responses minimum)."""
+    if args.provider == "openai" and args.openai_api == "responses":
+        return max(args.max_tokens, RESPONSES_MIN_OUTPUT)
+    return args.max_tokens
 
 
 def worst_case_cost(provider: str, model: str, requests: list[dict], max_tokens: int) -> float | None:
@@ -199,6 +215,8 @@ def worst_case_cost(provider: str, model: str, requests: list[dict], max_tokens:
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--provider", choices=sorted(DEFAULT_MODELS), default="anthropic")
+    parser.add_argument("--openai-api", choices=["chat", "responses"],
+                        help="with --provider openai: Chat Completions (default) or the Responses API")
     parser.add_argument("--model", help="model id (default: claude-haiku-4-5 / gpt-4.1)")
     parser.add_argument("--base-url", help="send to this URL instead (e.g. the one `promptlint emulate` prints)")
     parser.add_argument("--max-tokens", type=int, default=16, help="output limit per turn (1-256)")
@@ -207,6 +225,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--break-prefix", action="store_true", help="put a timestamp into a stable layer on purpose")
     args = parser.parse_args(argv)
+    if args.openai_api and args.provider != "openai":
+        parser.error("--openai-api applies to --provider openai only")
+    args.openai_api = args.openai_api or "chat"
     if not 1 <= args.max_tokens <= 256:
         parser.error("--max-tokens must be between 1 and 256")
     if not 1 <= args.timeout <= 120:
@@ -221,11 +242,12 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse already printed the usage error
         return 2 if exc.code else 0
     provider = args.provider
+    api = "messages" if provider == "anthropic" else args.openai_api
     model = args.model or DEFAULT_MODELS[provider]
     try:
         contract = load_contract()
         planned, _ = conversation(contract, args, provider, model)
-        worst = worst_case_cost(provider, model, planned, args.max_tokens)
+        worst = worst_case_cost(provider, model, planned, output_limit(args))
         if worst is None and not args.base_url:
             raise CannotRun(f"no price recorded for {provider} model {model!r}, so the ${BUDGET_USD:.2f} budget "
                             "cannot be checked; pick a model from promptlint/data/providers.yaml")
@@ -236,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
             requests, turns = planned, []
         else:
             client = _client(provider, args.base_url, args.timeout)
-            requests, turns = conversation(contract, args, provider, model, lambda kwargs: _send(client, provider, kwargs))
+            requests, turns = conversation(contract, args, provider, model,
+                                           lambda kwargs: _send(client, provider, args.openai_api, kwargs))
     except (CannotRun, ContractError, OSError) as exc:
         message = str(exc) if isinstance(exc, CannotRun) else f"cannot build the conversation: {exc}"
         print(f"smoke_cache: {message}", file=sys.stderr)
@@ -266,11 +289,11 @@ def main(argv: list[str] | None = None) -> int:
     cached = turn_one_ok and turns[1][0].cache_read > 0
     why = None if cached else reason(provider, requests, predicted)
     if args.json:
-        print(json.dumps({"provider": provider, "model": model, "base_url": args.base_url, "turns": rows,
+        print(json.dumps({"provider": provider, "api": api, "model": model, "base_url": args.base_url, "turns": rows,
                           "cached": cached, "total_cost_usd": round(total, 6), "budget_usd": BUDGET_USD,
                           "reason": why}))
     else:
-        print(f"{provider} {model}" + (f" via {args.base_url}" if args.base_url else ""))
+        print(f"{provider} {api} {model}" + (f" via {args.base_url}" if args.base_url else ""))
         print(f"{'turn':>4} {'input':>7} {'cache write':>11} {'cache read':>10} {'output':>6} {'cost USD':>10}")
         for r in rows:
             cost = "n/a" if r["cost_usd"] is None else f"{r['cost_usd']:.6f}"

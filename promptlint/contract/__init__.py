@@ -8,6 +8,7 @@ the cacheable prefix (see docs/contract.md).
 """
 
 from promptlint.contract.contract import (
+    CACHE_MARKERS,
     DEFAULT_MODELS,
     PrefixReport,
     PromptContract,
@@ -16,12 +17,14 @@ from promptlint.contract.contract import (
     SkillBudget,
     SkillBudgetError,
     SkillBudgetWarning,
+    without_markers,
 )
 from promptlint.contract.layers import STABILITIES, ContractError, Layer, Skill, ToolSpec, canonical_json
 from promptlint.contract.openai import prompt_cache_key
 from promptlint.contract.padding import OPERATING_CONTEXT
 
 __all__ = [
+    "CACHE_MARKERS",
     "DEFAULT_MODELS",
     "OPERATING_CONTEXT",
     "STABILITIES",
@@ -38,4 +41,5 @@ __all__ = [
     "ToolSpec",
     "canonical_json",
     "prompt_cache_key",
+    "without_markers",
 ]

@@ -354,16 +354,46 @@ class Session:
         """
         from promptlint.contract.renderers import RENDERERS
 
+        spent = (list(self.activated), self.skill_tokens)
         assembly = self.assemble(provider, model, turn=turn, messages=messages, skills=skills, ttl=ttl,
                                  rolling_breakpoints=rolling_breakpoints, pad=pad)
-        return RENDERERS[provider](assembly)
+        try:
+            return RENDERERS[provider](assembly)
+        except BaseException:
+            self.activated, self.skill_tokens = spent  # a request never built spends no skill budget
+            raise
+
+
+CACHE_MARKERS: tuple[str, ...] = ("cache_control", "prompt_cache_breakpoint")
+"""Block keys that place a cache breakpoint (Anthropic, OpenAI GPT-5.6+)."""
+
+_TEXT_BLOCKS = ({"type": "text"}, {"type": "input_text"})
+
+
+def without_markers(content: Any) -> Any:
+    """``content`` with every cache marker removed, and a lone text block back to a string.
+
+    Breakpoints are placed per request (rolling ones move every turn); a marker kept in
+    persisted history would pile up next to the new ones and push a request past the
+    provider's limit (a 400). Undoing the string-to-block conversion the renderers do when
+    they mark a message makes the next rendering byte-identical to one from plain strings.
+    """
+    if not isinstance(content, list):
+        return content
+    blocks = [{k: v for k, v in block.items() if k not in CACHE_MARKERS} if isinstance(block, Mapping) else block
+              for block in content]
+    if len(blocks) == 1 and isinstance(blocks[0], dict) and isinstance(blocks[0].get("text"), str) \
+            and {k: v for k, v in blocks[0].items() if k != "text"} in _TEXT_BLOCKS:
+        return blocks[0]["text"]
+    return blocks
 
 
 class RenderedRequest(dict):
     """Keyword arguments for the provider SDK call, plus what the assembler knows about them.
 
     ``ephemeral`` lists indexes (into ``messages``/``input``/``contents``) of the per-request
-    context message; drop them before recording history (:meth:`history`).
+    context message; ``conversation_start`` is the index where the conversation begins (after
+    the leading stable system/developer items). :meth:`history` gives what to persist.
     """
 
     provider: str
@@ -372,10 +402,24 @@ class RenderedRequest(dict):
     ephemeral: tuple[int, ...]
     messages_key: str
     cache_create: dict[str, Any] | None
+    conversation_start: int = 0
 
     def history(self) -> list[Any]:
-        """The rendered messages without the ephemeral context message (safe to persist)."""
-        return [m for i, m in enumerate(self[self.messages_key]) if i not in self.ephemeral]
+        """The conversation to persist and pass back as ``messages=`` next turn.
+
+        Leading stable system/developer items and the ephemeral context message are dropped,
+        and cache markers removed (see :func:`without_markers`).
+        """
+        items = self[self.messages_key]
+        kept = []
+        for index in range(self.conversation_start, len(items)):
+            if index in self.ephemeral:
+                continue
+            item = dict(items[index])
+            if "content" in item:
+                item["content"] = without_markers(item["content"])
+            kept.append(item)
+        return kept
 
     def with_cached_content(self, cache_name: str) -> dict[str, Any]:
         """Gemini: the per-request kwargs once ``caches.create(**cache_create)`` returned ``cache_name``."""
@@ -389,11 +433,24 @@ def _data_provider(renderer: str) -> str:
 
 
 def _message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """One history message as ``{"role", "content"}``, markers removed.
+
+    Accepts the neutral shape and what :meth:`RenderedRequest.history` returns for every
+    renderer (Anthropic/OpenAI content blocks, Gemini ``{"role": "model", "parts": [...]}``).
+    """
+    if isinstance(message, Mapping) and "parts" in message and "content" not in message:
+        role = {"user": "user", "model": "assistant"}.get(message.get("role"))  # type: ignore[arg-type]
+        parts = message["parts"]
+        texts = [part.get("text") for part in parts] if isinstance(parts, list) and all(isinstance(p, Mapping) for p in parts) else None
+        if role is None or not texts or not all(isinstance(text, str) for text in texts):
+            raise ContractError(f"a Gemini history item must have role 'user' or 'model' and text parts, got {message!r}")
+        content: Any = texts[0] if len(texts) == 1 else [{"type": "text", "text": text} for text in texts]
+        return {"role": role, "content": content}
     if not isinstance(message, Mapping) or message.get("role") not in ("user", "assistant"):
         raise ContractError(f"a message must be a mapping with role 'user' or 'assistant', got {message!r}")
     if "content" not in message:
         raise ContractError(f"message {message!r} has no content")
-    return {"role": message["role"], "content": message["content"]}
+    return {"role": message["role"], "content": without_markers(message["content"])}
 
 
 def build_report(assembly: Assembly, document: Mapping[str, Any], rendered_tools: Mapping[str, Any],

@@ -5,10 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from promptlint.contract.contract import Assembly, RenderedRequest, build_report
+from promptlint.contract.layers import ContractError
 
 
-def _content(role: str, text: str) -> dict[str, Any]:
-    return {"role": "model" if role == "assistant" else "user", "parts": [{"text": text}]}
+def _content(role: str, content: Any) -> dict[str, Any]:
+    """A ``contents`` item; text blocks of a list become one part each."""
+    if isinstance(content, str):
+        parts = [{"text": content}]
+    else:
+        parts = []
+        for block in content:
+            text = block.get("text") if isinstance(block, dict) else None
+            if not isinstance(text, str):
+                raise ContractError(f"the gemini renderer takes text content only, got block {block!r}")
+            parts.append({"text": text})
+    return {"role": "model" if role == "assistant" else "user", "parts": parts}
 
 
 def render_gemini(assembly: Assembly) -> RenderedRequest:
@@ -31,8 +42,7 @@ def render_gemini(assembly: Assembly) -> RenderedRequest:
     before, last = assembly.split_history()
     contents = []
     for message in before:
-        text = message["content"] if isinstance(message["content"], str) else str(message["content"])
-        contents.append(_content(message["role"], text))
+        contents.append(_content(message["role"], message["content"]))
     ephemeral: tuple[int, ...] = ()
     if assembly.context_text:
         ephemeral = (len(contents),)

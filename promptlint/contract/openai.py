@@ -41,6 +41,7 @@ def _finish(assembly: Assembly, kwargs: dict[str, Any], key: str, ephemeral: tup
     request = RenderedRequest(kwargs)
     request.provider, request.model = assembly.provider, assembly.model
     request.ephemeral, request.cache_create = ephemeral, None
+    request.conversation_start = len(document["messages" if "messages" in document else "input"])
     request.messages_key = "messages" if "messages" in kwargs else "input"
     request.prefix = build_report(assembly, document, rendered_tools, breakpoints, cache_key=key)
     return request
@@ -53,7 +54,8 @@ def _rolling(items: list[dict[str, Any]], count: int, part_type: str, marker: di
         if len(marked) == count:
             break
         message = items[index]
-        if message["role"] != "user" or not isinstance(message["content"], str):
+        # Never on assistant output (a 400) nor on an empty text block.
+        if message["role"] != "user" or not isinstance(message["content"], str) or not message["content"]:
             continue
         items[index] = {"role": "user", "content": [{"type": part_type, "text": message["content"], "prompt_cache_breakpoint": marker}]}
         marked.append(index)

@@ -247,3 +247,56 @@ def test_anthropic_rolling_breakpoints_skip_empty_messages(small_contract):
     kwargs = small_contract.session(workspace="/w").render("anthropic", messages=history, rolling_breakpoints=1)
     assert kwargs.prefix.breakpoints[-1] == "messages[0]"
     assert kwargs["messages"][1] == {"role": "assistant", "content": ""}
+
+
+ROUND_TRIPS = [("anthropic", None), ("openai", "gpt-4.1"), ("openai", "gpt-5.6-luna"),
+               ("openai-responses", "gpt-5"), ("openai-responses", "gpt-5.6-luna"), ("gemini", None)]
+
+
+def _three_turns(contract, provider, model):
+    """Render three turns, feeding ``history()`` back; yield (request, same turn from plain strings)."""
+    session = contract.session(workspace="/w")
+    history, plain = [USER], [USER]
+    for turn in range(3):
+        request = session.render(provider, model, turn={"memory": f"note {turn}"}, messages=history, rolling_breakpoints=3)
+        yield request, session.render(provider, model, turn={"memory": f"note {turn}"}, messages=plain, rolling_breakpoints=3)
+        reply = [{"role": "assistant", "content": f"answer {turn}"}, {"role": "user", "content": f"question {turn}"}]
+        history, plain = request.history() + reply, plain + reply
+
+
+@pytest.mark.parametrize("provider,model", ROUND_TRIPS)
+def test_rendering_from_history_equals_rendering_from_the_plain_conversation(small_contract, provider, model):
+    for request, reference in _three_turns(small_contract, provider, model):
+        assert dict(request) == dict(reference)
+
+
+@pytest.mark.parametrize("provider,model", [("anthropic", None), ("openai", "gpt-5.6-luna"), ("openai-responses", "gpt-5.6-luna")])
+def test_markers_from_persisted_history_never_pile_up_past_four(small_contract, provider, model):
+    for request, _ in _three_turns(small_contract, provider, model):
+        text = json.dumps(dict(request))
+        assert text.count('"cache_control"') + text.count('"prompt_cache_breakpoint"') <= 4
+
+
+def test_history_is_the_conversation_without_leading_system_messages(small_contract):
+    request = small_contract.session(workspace="/w").render("openai", messages=[USER], turn={"memory": "m"})
+    assert request.history() == [USER]
+
+
+def test_gemini_turns_text_blocks_into_parts(small_contract):
+    message = {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}
+    request = small_contract.session(workspace="/w").render("gemini", messages=[message])
+    assert request["contents"][-1]["parts"] == [{"text": "a"}, {"text": "b"}]
+
+
+def test_gemini_rejects_non_text_blocks_clearly(small_contract):
+    message = {"role": "user", "content": [{"type": "image", "source": {}}]}
+    with pytest.raises(ContractError, match="text content only"):
+        small_contract.session(workspace="/w").render("gemini", messages=[message])
+
+
+def test_a_render_the_renderer_rejects_spends_no_skill_budget(small_contract):
+    session = small_contract.session(workspace="/w")
+    image = {"role": "user", "content": [{"type": "image", "source": {}}]}
+    with pytest.raises(ContractError):
+        session.render("gemini", messages=[image], skills=[Skill("a-skill", "A.", "Body of A.")])
+    assert (session.activated, session.skill_tokens) == ([], 0)

@@ -90,6 +90,15 @@ def test_check_names_contract_provider_layer_offset_diff_and_remedy_on_an_unbump
     assert "changed without a version bump" in err and "Traceback" not in err
 
 
+def test_check_lists_every_other_changed_layer(project):
+    tmp_path, target = project
+    source = (tmp_path / "demo_contract.py").read_text().replace('"Search."', '"Search the web."')
+    (tmp_path / "demo_contract.py").write_text(source.replace("You are Demo.", "You are Demo 2."))
+    result = promptlint("golden", "check", target, "--dir", "golden", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "layer 'identity' changed at byte offset 12" in result.stderr and "also changed: tools" in result.stderr
+
+
 def test_check_says_goldens_were_not_updated_after_a_version_bump(project):
     tmp_path, target = project
     write_contract(tmp_path / "demo_contract.py", identity=IDENTITY + "\nNew rule.", version="px2")
@@ -118,6 +127,25 @@ def test_a_golden_file_of_the_wrong_shape_is_a_usage_error(project):
     (tmp_path / "golden" / "demo.json").write_text('{"format": 1, "contract": "demo"}', encoding="utf-8")
     result = promptlint("golden", "check", target, "--dir", "golden", cwd=tmp_path)
     assert result.returncode == 2 and "field 'version' is missing" in result.stderr
+
+
+def test_a_golden_layer_without_its_text_is_a_usage_error(project):
+    tmp_path, target = project
+    path = tmp_path / "golden" / "demo.json"
+    document = json.loads(path.read_text())
+    document["layers"]["identity"] = "flattened by hand"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    result = promptlint("golden", "check", target, "--dir", "golden", cwd=tmp_path)
+    assert result.returncode == 2 and "layer 'identity' lacks its text" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_golden_file_of_another_contract_is_a_usage_error(project):
+    tmp_path, target = project
+    path = tmp_path / "golden" / "demo.json"
+    path.write_text(path.read_text().replace('"contract": "demo"', '"contract": "other"'), encoding="utf-8")
+    result = promptlint("golden", "check", target, "--dir", "golden", cwd=tmp_path)
+    assert result.returncode == 2 and "records contract 'other', not 'demo'" in result.stderr
 
 
 def test_a_missing_golden_file_fails_the_check_with_exit_1(project):

@@ -90,3 +90,21 @@ def test_a_session_layer_change_changes_the_session_prefix(workspace_a, workspac
     a = CONTRACT.session(workspace=workspace_a).render("anthropic").prefix
     b = CONTRACT.session(workspace=workspace_b).render("anthropic").prefix
     assert (a.sha256 == b.sha256) == (workspace_a == workspace_b)
+
+
+@PROPERTY
+@given(provider=st.sampled_from(RENDERERS), model=st.sampled_from([None, "gpt-5.6-luna"]),
+       replies=st.lists(st.tuples(text, text), min_size=1, max_size=3), rolling=st.integers(0, 4))
+def test_history_fed_back_renders_like_the_plain_conversation(provider, model, replies, rolling):
+    # A turn rendered from the previous request's history() equals one rendered from the
+    # plain strings: no marker, system message or context leaks into what is persisted.
+    model = model if provider.startswith("openai") else None
+    session = CONTRACT.session(workspace="/w")
+    history = plain = [{"role": "user", "content": "start"}]
+    for answer, question in replies:
+        request = session.render(provider, model, turn={"memory": answer}, messages=history, rolling_breakpoints=rolling)
+        reply = [{"role": "assistant", "content": answer}, {"role": "user", "content": question}]
+        history, plain = request.history() + reply, plain + reply
+        again = session.render(provider, model, turn={"memory": question}, messages=history, rolling_breakpoints=rolling)
+        assert dict(again) == dict(session.render(provider, model, turn={"memory": question}, messages=plain,
+                                                  rolling_breakpoints=rolling))

@@ -182,3 +182,43 @@ def test_the_shape_check_rejects_a_wrong_ttl_literal(example):
     kwargs = dict(_render(example, "anthropic"))
     kwargs["system"] = [{**kwargs["system"][0], "cache_control": {"type": "ephemeral", "ttl": "2h"}}]
     assert not conforms(kwargs, MessageCreateParamsNonStreaming)
+
+
+def _second_turn(example, provider, model=None):
+    session = example.contract.session(customer="acc_42 Team plan", family="root-1")
+    first = session.render(provider, model, turn={"memory": "prefers email"}, messages=HISTORY, rolling_breakpoints=3)
+    history = first.history() + [{"role": "assistant", "content": "Refund opened."}, {"role": "user", "content": "Thanks!"}]
+    return session.render(provider, model, turn={"memory": "refund opened"}, messages=history, rolling_breakpoints=3)
+
+
+def test_a_second_anthropic_turn_from_history_is_accepted_by_the_sdk(example):
+    import anthropic
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+
+    kwargs = _second_turn(example, "anthropic")
+    assert_valid(MessageCreateParamsNonStreaming, kwargs)
+    recorder = Recorder(ANTHROPIC_REPLY)
+    client = anthropic.Anthropic(api_key="x", base_url="http://127.0.0.1:9",
+                                 http_client=httpx.Client(transport=httpx.MockTransport(recorder)))
+    client.messages.create(**kwargs)
+    assert json.dumps(recorder.bodies[0]).count('"cache_control"') == 4
+
+
+@pytest.mark.parametrize("provider,params", [
+    ("openai", "openai.types.chat.completion_create_params:CompletionCreateParamsNonStreaming"),
+    ("openai-responses", "openai.types.responses.response_create_params:ResponseCreateParamsNonStreaming"),
+])
+def test_a_second_gpt_5_6_turn_from_history_fits_the_sdk_params(example, provider, params):
+    import importlib
+
+    module, name = params.split(":")
+    kwargs = _second_turn(example, provider, "gpt-5.6-luna")
+    assert_valid(getattr(importlib.import_module(module), name), kwargs)
+    assert json.dumps(dict(kwargs)).count('"prompt_cache_breakpoint"') <= 4
+
+
+def test_a_second_gemini_turn_from_history_builds_sdk_contents(example):
+    from google.genai import types
+
+    request = _second_turn(example, "gemini")
+    assert [types.Content(**c).role for c in request["contents"]] == ["user", "model", "user", "model", "user", "user"]

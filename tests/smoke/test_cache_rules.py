@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from promptlint import providers
-from promptlint.cachemodel import CacheModel, CacheRequestError
+from promptlint.cachemodel import CacheModel, CacheRequestError, cost_usd
 
 HAIKU = "claude-haiku-4-5"
 BIG = "policy line. " * 2500  # well above the 4,096-token floor of claude-haiku-4-5
@@ -265,3 +265,83 @@ def test_gpt_5_6_rejects_a_breakpoint_on_a_tool_definition():
     tool = {"type": "function", "function": {"name": "f"}, "prompt_cache_breakpoint": {"mode": "explicit"}}
     with pytest.raises(CacheRequestError, match="tool definitions"):
         cache.openai({**gpt56(SYSTEM, {"role": "user", "content": "q"}), "tools": [tool]})
+
+
+def tool_use_turn(arguments: dict) -> dict:
+    """A cached system prompt, then an assistant tool call whose block carries the breakpoint."""
+    return {"model": HAIKU, "max_tokens": 5, "system": [{"type": "text", "text": BIG}],
+            "messages": [{"role": "user", "content": "look it up"},
+                         {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "lookup",
+                                                            "input": arguments, "cache_control": MARK}]}]}
+
+
+def test_key_order_inside_tool_use_input_is_part_of_the_prefix():
+    _, cache = clock()
+    cache.anthropic(tool_use_turn({"account": "acc_1", "month": "March"}))
+    assert cache.anthropic(tool_use_turn({"account": "acc_1", "month": "March"})).cache_read > 0
+    assert cache.anthropic(tool_use_turn({"month": "March", "account": "acc_1"})).cache_read == 0
+
+
+def test_key_order_of_a_blocks_own_fields_does_not_matter():
+    _, cache = clock()
+    body = anthropic_body(BIG)
+    cache.anthropic(body)
+    block = body["system"][0]
+    body["system"] = [{key: block[key] for key in reversed(list(block))}]  # cache_control, text, type
+    assert cache.anthropic(body).cache_read > 0
+
+
+def test_a_miss_after_the_ttl_says_the_entry_expired():
+    now, cache = clock()
+    cache.anthropic(anthropic_body(BIG))
+    now[0] = 400.0
+    usage = cache.anthropic(anthropic_body(BIG))
+    assert usage.cache_read == 0
+    assert usage.note == "the entry at system[0] expired 100 s ago (TTL 5m)"
+
+
+def test_an_openai_miss_after_eviction_says_so():
+    now, cache = clock()
+    cache.openai(openai_body())
+    now[0] = 700.0
+    assert "evicted after 600 s idle" in cache.openai(openai_body()).note
+
+
+def test_gpt_5_6_reads_only_the_latest_fifty_breakpoints():
+    mark = {"mode": "explicit"}
+    rules = {"type": "text", "text": "rule. " * 900, "prompt_cache_breakpoint": mark}
+    notes = [{"type": "text", "text": f"n{i}", "prompt_cache_breakpoint": mark} for i in range(50)]
+    for later, cached in ((49, True), (50, False)):  # the rules block is breakpoint 50 or 51 from the end
+        _, cache = clock()
+        cache.openai(gpt56({"role": "user", "content": [rules]}, mode="explicit"))
+        usage = cache.openai(gpt56({"role": "user", "content": [rules, *notes[:later]]}, mode="explicit"))
+        assert (usage.cache_read > 0) is cached, later
+
+
+def test_gpt_5_6_usage_parts_are_disjoint_and_a_write_is_billed_once():
+    _, cache = clock()
+    body = {**openai_body(), "model": "gpt-5.6-luna"}
+    whole = cache.openai({**body, "prompt_cache_options": {"mode": "explicit"}})  # caches nothing: all fresh
+    first = cache.openai(body)
+    assert first.input_tokens + first.cache_write == whole.input_tokens
+    price = providers.price("openai", "gpt-5.6-luna")
+    expected = (first.input_tokens * price.input + first.cache_write * price.cache_write) / 1_000_000
+    assert cost_usd("openai", "gpt-5.6-luna", first) == pytest.approx(expected)
+
+
+def test_changing_tool_choice_invalidates_the_messages_but_not_the_system_prompt():
+    _, cache = clock()
+    body = {**blocks_body(1), "tool_choice": {"type": "auto"}}  # breakpoints on the system and the message
+    first = cache.anthropic(body)
+    same = cache.anthropic(body)
+    switched = cache.anthropic({**body, "tool_choice": {"type": "none"}})
+    assert same.cache_read == first.cache_write
+    assert 0 < switched.cache_read < same.cache_read and switched.hit_at == "system[0]"
+
+
+def test_the_settings_block_takes_no_lookback_position():
+    _, cache = clock()
+    cache.anthropic({**blocks_body(1), "messages": [{"role": "user", "content": "warm-up"}]})
+    body = blocks_body(19)  # the system block plus 19 message blocks: exactly 20 positions
+    del body["system"][0]["cache_control"]
+    assert cache.anthropic({**body, "thinking": {"type": "disabled"}}).cache_read > 0

@@ -161,3 +161,82 @@ def test_emulate_on_a_busy_port_exits_2_with_a_message(server):
     run = subprocess.run([sys.executable, "-m", "promptlint", "emulate", "--port", str(port)],
                          capture_output=True, text=True, timeout=30)
     assert run.returncode == 2 and "cannot listen" in run.stderr
+
+
+def test_openai_prompt_tokens_include_the_cached_and_written_parts(server):
+    client = gpt(server)
+    request = {"model": "gpt-5.6-luna", "prompt_cache_key": "k", "messages": OPENAI_MESSAGES}
+    first = client.chat.completions.create(**request).usage
+    second = client.chat.completions.create(**request).usage
+    assert first.prompt_tokens == second.prompt_tokens
+    assert first.prompt_tokens >= first.prompt_tokens_details.cache_write_tokens > 0  # a subset of the prompt
+    assert second.prompt_tokens_details.cached_tokens == first.prompt_tokens_details.cache_write_tokens
+
+
+def test_cache_diagnostics_name_the_changed_level(server):
+    client = claude(server)
+    first = client.messages.create(model="claude-haiku-4-5", max_tokens=16, system=SYSTEM, messages=USER,
+                                   diagnostics={"previous_message_id": None})
+    assert first.diagnostics is None  # opted in, nothing to compare yet
+    changed = [{**SYSTEM[0], "text": BIG + "Now: 12:00"}]
+    second = client.messages.create(model="claude-haiku-4-5", max_tokens=16, system=changed, messages=USER,
+                                    diagnostics={"previous_message_id": first.id})
+    reason = second.diagnostics.cache_miss_reason
+    assert reason.type == "system_changed"
+    assert reason.cache_missed_input_tokens == first.usage.cache_creation_input_tokens
+
+
+def test_cache_diagnostics_are_null_when_messages_were_only_appended(server):
+    client = claude(server)
+    first = client.messages.create(model="claude-haiku-4-5", max_tokens=16, system=SYSTEM, messages=USER)
+    follow_up = [*USER, {"role": "assistant", "content": "Acknowledged."}, {"role": "user", "content": "more"}]
+    second = client.messages.create(model="claude-haiku-4-5", max_tokens=16, system=SYSTEM, messages=follow_up,
+                                    diagnostics={"previous_message_id": first.id})
+    assert second.diagnostics is None and second.usage.cache_read_input_tokens > 0
+
+
+def test_cache_diagnostics_report_a_model_change_and_an_unknown_message(server):
+    client = claude(server)
+    first = client.messages.create(model="claude-haiku-4-5", max_tokens=16, system=SYSTEM, messages=USER)
+    other = client.messages.create(model="claude-sonnet-4-6", max_tokens=16, system=SYSTEM, messages=USER,
+                                   diagnostics={"previous_message_id": first.id})
+    assert other.diagnostics.cache_miss_reason.type == "model_changed"
+    lost = client.messages.create(model="claude-haiku-4-5", max_tokens=16, system=SYSTEM, messages=USER,
+                                  diagnostics={"previous_message_id": "msg_unknown"})
+    assert lost.diagnostics.cache_miss_reason.type == "previous_message_not_found"
+
+
+def test_previous_response_id_puts_the_earlier_turn_in_front_and_reads_its_prefix(server):
+    client = gpt(server)
+    developer = {"role": "developer", "content": "rule. " * 900}
+    first = client.responses.create(model="gpt-4o", input=[developer, {"role": "user", "content": "q1"}])
+    second = client.responses.create(model="gpt-4o", input="q2", previous_response_id=first.id)
+    assert second.usage.input_tokens > first.usage.input_tokens  # the earlier turn is part of the prompt
+    assert second.usage.input_tokens_details.cached_tokens >= 1024
+
+
+def test_an_unknown_or_unstored_previous_response_is_the_real_400(server):
+    client = gpt(server)
+    unstored = client.responses.create(model="gpt-4o", input="q1", store=False)
+    for missing in ("resp_unknown", unstored.id):
+        with pytest.raises(openai.BadRequestError) as info:
+            client.responses.create(model="gpt-4o", input="q2", previous_response_id=missing)
+        assert info.value.code == "previous_response_not_found" and info.value.param == "previous_response_id"
+
+
+def test_cache_diagnostics_cannot_diagnose_a_tool_choice_change(server):
+    client = claude(server)
+    tools = [{"name": "lookup", "description": "Look up an account.", "input_schema": {"type": "object"}}]
+    first = client.messages.create(model="claude-haiku-4-5", max_tokens=16, system=SYSTEM, messages=USER, tools=tools)
+    second = client.messages.create(model="claude-haiku-4-5", max_tokens=16, system=SYSTEM, messages=USER, tools=tools,
+                                    tool_choice={"type": "any"}, diagnostics={"previous_message_id": first.id})
+    assert second.diagnostics.cache_miss_reason.type == "unavailable"
+
+
+def test_responses_input_tokens_counts_without_touching_the_cache(server):
+    client = gpt(server)
+    items = [{"role": "developer", "content": "rule. " * 900}, {"role": "user", "content": "q1"}]
+    count = client.responses.input_tokens.count(model="gpt-4o", input=items)
+    first = client.responses.create(model="gpt-4o", input=items)
+    assert count.input_tokens == first.usage.input_tokens
+    assert first.usage.input_tokens_details.cached_tokens == 0  # counting wrote nothing

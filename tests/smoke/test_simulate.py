@@ -75,3 +75,19 @@ def test_a_line_that_is_not_json_exits_2_naming_the_file(tmp_path):
 def test_an_empty_file_exits_2(tmp_path):
     run = run_simulate(tmp_path, [""])
     assert run.returncode == 2 and "holds no request" in run.stderr
+
+
+def test_a_miss_names_the_prefix_level_of_the_differing_block():
+    rows = simulate([anthropic_turn("t=1"), anthropic_turn("t=2")])
+    assert rows[1]["first_difference"]["level"] == "system"
+
+
+def test_a_turn_after_the_ttl_says_the_entry_expired():
+    rows = simulate([anthropic_turn(""), anthropic_turn("")], interval=400.0)
+    assert rows[1]["note"] == "the entry at system[0] expired 100 s ago (TTL 5m)"
+
+
+def test_a_miss_is_compared_with_the_previous_request_to_the_same_provider():
+    rows = simulate([anthropic_turn("t=1"), openai_turn("v1 "), anthropic_turn("t=2")])
+    assert rows[2]["previous_turn"] == 1
+    assert rows[2]["first_difference"]["block"] == "system[0]"

@@ -5,8 +5,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,21 +24,25 @@ def smoke(*args: str) -> subprocess.CompletedProcess:
                           env=CLEAN_ENV, cwd=ROOT)
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
-def test_clean_contract_is_read_from_cache_on_turn_two(emulator, provider):
-    run = smoke("--provider", provider, "--base-url", emulator, "--json")
+APIS = {"anthropic": ("--provider", "anthropic"), "openai-chat": ("--provider", "openai"),
+        "openai-responses": ("--provider", "openai", "--openai-api", "responses")}
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_clean_contract_is_read_from_cache_on_turn_two(emulator, api):
+    run = smoke(*APIS[api], "--base-url", emulator, "--json")
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(run.stdout)
     first, second = report["turns"]
     assert second["cache_read"] > 0
     assert report["cached"] is True and report["total_cost_usd"] <= 0.05
-    if provider == "anthropic":
+    if api == "anthropic":
         assert first["cache_write"] > 0 or first["cache_read"] > 0
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
-def test_a_timestamp_in_a_stable_layer_fails_the_smoke_and_says_where(emulator, provider):
-    run = smoke("--provider", provider, "--base-url", emulator, "--break-prefix")
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_a_timestamp_in_a_stable_layer_fails_the_smoke_and_says_where(emulator, api):
+    run = smoke(*APIS[api], "--base-url", emulator, "--break-prefix")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "NOT cached on turn 2: prefix bytes differed" in run.stdout
     assert "Current time:" in run.stdout
@@ -53,6 +59,15 @@ def test_an_unreachable_server_is_a_bounded_network_error():
     run = smoke("--base-url", "http://127.0.0.1:9", "--timeout", "2")
     assert run.returncode == 2
     assert "network error" in run.stderr
+
+
+def test_a_server_that_never_answers_is_a_network_error_within_the_deadline():
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts connections, never replies
+        port = silent.getsockname()[1]
+        started = time.monotonic()
+        run = smoke("--base-url", f"http://127.0.0.1:{port}", "--timeout", "1")
+    assert run.returncode == 2 and "network error" in run.stderr
+    assert time.monotonic() - started < 30  # two 1 s attempts and a short backoff, not a hang
 
 
 def test_dry_run_predicts_a_read_without_sending():
@@ -155,3 +170,32 @@ def test_the_reason_names_a_prefix_under_the_floor():
               for q in ("a", "b")]
     why = smoke_cache.reason("anthropic", bodies, smoke_cache.predict("anthropic", bodies))
     assert "under the 4096-token minimum for claude-haiku-4-5" in why
+
+
+def test_the_responses_api_reports_which_api_ran(emulator):
+    run = smoke("--provider", "openai", "--openai-api", "responses", "--base-url", emulator, "--json")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert json.loads(run.stdout)["api"] == "responses"
+
+
+def test_gpt_5_6_writes_are_billed_once_in_the_smoke_table(start_emulator):
+    from promptlint import providers
+
+    proc, url = start_emulator()  # a cold cache of its own: turn one must write
+    try:
+        run = smoke("--provider", "openai", "--model", "gpt-5.6-luna", "--base-url", url, "--json")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    first = json.loads(run.stdout)["turns"][0]
+    # the contract's prefix is written; only the short tail after the implicit breakpoint is fresh input
+    assert 0 < first["input"] < first["cache_write"]
+    price = providers.price("openai", "gpt-5.6-luna")
+    billed_once = (first["input"] * price.input + first["cache_write"] * price.cache_write
+                   + first["output"] * (price.output or 0.0)) / 1e6
+    assert first["cost_usd"] == pytest.approx(billed_once)
+
+
+def test_openai_api_with_the_anthropic_provider_is_a_bad_argument():
+    run = smoke("--openai-api", "responses", "--dry-run")
+    assert run.returncode == 2 and "--openai-api applies to --provider openai only" in run.stderr
