@@ -1,101 +1,278 @@
-"""The result cache in ``.promptlint_cache/``, the way ruff keeps its own.
+"""The result cache in ``.promptlint_cache/``, the way ruff keeps its own, safe in a hostile tree.
 
 One pack file per settings fingerprint (version, rule files, analysis settings) holds an
 entry per linted file: its stat key (mtime_ns, size), its result, the files its analysis
 read (helper modules, templates) with their stat keys, and its imports. An entry is used
 only when the file and every dependency are unchanged, so editing a helper module
-re-analyses the files that called into it. The folder carries a ``CACHEDIR.TAG`` and a
-``.gitignore``; the pack is written atomically (temp file + ``os.replace``).
+re-analyses the files that called into it.
+
+The cache folder sits inside the linted tree, so whoever wrote the tree could have planted
+it (a pull request, a fork). Three rules make that harmless:
+
+* the pack is **data only** (JSON), every field type-checked on load; nothing is unpickled;
+* the pack is **signed** with HMAC-SHA256 under a key kept in this user's own cache folder
+  (``$PROMPTLINT_KEY_DIR``, else ``$XDG_CACHE_HOME/promptlint``, else ``~/.cache/promptlint``),
+  outside the tree: a pack this user did not write is a miss, and is rewritten;
+* nothing is **written through a link**: a cache folder that is a symlink (or not a folder)
+  is not used, and every file in it is written to a temporary name and ``os.replace``-d, which
+  replaces a planted link instead of following it.
+
+Any doubt is a cache miss, never an error: the run lints from scratch.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import json
 import os
-import pickle
+import secrets
+import stat
 import tempfile
 
-from promptlint.engine import FileResult, settings_fingerprint
-from promptlint.model import Settings
+from promptlint.model import Diagnostic, Fix, TraceStep
 
 CACHE_DIR = ".promptlint_cache"
-FORMAT = "3"  # bump when the entry layout changes
+FORMAT = "4"  # bump when the entry layout changes
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by promptlint.\n"
+_GITIGNORE = "# Created by promptlint automatically.\n*\n"
+_MAX_PACK_BYTES = 256 * 1024 * 1024
 
 
-def _stat_key(path: str) -> tuple[int, int] | None:
+def _stat_key(path: str) -> list[int] | None:
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return (st.st_mtime_ns, st.st_size)
+    return [st.st_mtime_ns, st.st_size]
 
 
+# ---------------------------------------------------------------- the user's signing key
+def key_directory() -> str:
+    """Where this user's cache-signing key lives: never inside a linted tree."""
+    explicit = os.environ.get("PROMPTLINT_KEY_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "promptlint")
+
+
+def signing_key() -> bytes | None:
+    """This user's key (created on first use, mode 0600), or None when it cannot be kept."""
+    directory = key_directory()
+    path = os.path.join(directory, "cache-key")
+    try:
+        with open(path, "rb") as handle:
+            key = handle.read(128)
+        if len(key) >= 32:
+            return key
+    except OSError:
+        pass
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".cache-key-")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(secrets.token_bytes(32))
+        try:
+            os.link(tmp, path)  # first writer wins when two runs start together
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+        with open(path, "rb") as handle:
+            key = handle.read(128)
+        return key if len(key) >= 32 else None
+    except OSError:
+        return None  # no writable home: results are simply not cached
+
+
+# ---------------------------------------------------------------- strict (de)serialisation
+class _Invalid(Exception):
+    """A pack entry that is not exactly what this version writes."""
+
+
+def _check(value, kind):
+    if kind is int and isinstance(value, bool) or not isinstance(value, kind):
+        raise _Invalid
+    return value
+
+
+def _ints(value, n: int) -> list[int]:
+    _check(value, list)
+    if len(value) != n:
+        raise _Invalid
+    return [_check(v, int) for v in value]
+
+
+def _dump_diagnostic(d: Diagnostic) -> list:
+    fix = None if d.fix is None else [d.fix.kind, d.fix.line, d.fix.column, d.fix.end_line, d.fix.end_column,
+                                      d.fix.safe, d.fix.description, d.fix.path, d.fix.keyword]
+    return [d.path, d.line, d.column, d.end_line, d.end_column, d.code, d.name, d.message, d.severity,
+            [[s.path, s.line, s.column, s.note] for s in d.trace], fix]
+
+
+def _load_diagnostic(raw) -> Diagnostic:
+    _check(raw, list)
+    if len(raw) != 11:
+        raise _Invalid
+    path, line, column, end_line, end_column, code, name, message, severity, trace, fix = raw
+    for text in (path, code, name, message):
+        _check(text, str)
+    if severity not in ("error", "warning"):
+        raise _Invalid
+    steps = []
+    for step in _check(trace, list):
+        _check(step, list)
+        if len(step) != 4:
+            raise _Invalid
+        steps.append(TraceStep(_check(step[0], str), _check(step[1], int), _check(step[2], int),
+                               _check(step[3], str)))
+    fixed = None
+    if fix is not None:
+        _check(fix, list)
+        if len(fix) != 9:
+            raise _Invalid
+        fixed = Fix(_check(fix[0], str), *_ints(fix[1:5], 4), safe=_check(fix[5], bool),
+                    description=_check(fix[6], str), path=_check(fix[7], str), keyword=_check(fix[8], str))
+    return Diagnostic(path, *_ints([line, column, end_line, end_column], 4), code, name, message, severity,
+                      tuple(steps), fixed)
+
+
+def _dump_result(result) -> dict:
+    return {"diagnostics": [_dump_diagnostic(d) for d in result.diagnostics], "deps": list(result.deps),
+            "analyzed": result.analyzed, "param_sink_functions": list(result.param_sink_functions),
+            "has_marker": result.has_marker}
+
+
+def _load_result(raw):
+    from promptlint.engine import FileResult
+
+    _check(raw, dict)
+    if set(raw) != {"diagnostics", "deps", "analyzed", "param_sink_functions", "has_marker"}:
+        raise _Invalid
+    return FileResult(diagnostics=[_load_diagnostic(d) for d in _check(raw["diagnostics"], list)],
+                      deps=[_check(d, str) for d in _check(raw["deps"], list)],
+                      analyzed=_check(raw["analyzed"], bool),
+                      param_sink_functions=[_check(f, str) for f in _check(raw["param_sink_functions"], list)],
+                      has_marker=_check(raw["has_marker"], bool))
+
+
+# ---------------------------------------------------------------- the cache
 class LintCache:
     """Per-file results keyed by content stat, settings and dependencies."""
 
-    def __init__(self, directory: str, fingerprint: str):
+    def __init__(self, directory: str, fingerprint: str, key: bytes | None = None):
         self.directory = directory
         digest = hashlib.blake2b(f"{FORMAT}|{fingerprint}".encode(), digest_size=10).hexdigest()
-        self.pack = os.path.join(directory, f"results-{digest}.pickle")
-        self.entries: dict[str, tuple] = {}
+        self.pack = os.path.join(directory, f"results-{digest}.json")
+        self.key = signing_key() if key is None else key
+        self.entries: dict[str, list] = {}
         self.dirty = False
         self._cwd = os.getcwd()
-        try:
-            with open(self.pack, "rb") as handle:
-                loaded = pickle.load(handle)
-            if isinstance(loaded, dict):
-                self.entries = loaded
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, IndexError, TypeError, ValueError):
-            self.entries = {}  # a missing or corrupt cache is an empty cache
+        if self.key is not None and self._usable_directory():
+            self.entries = self._read_pack()
 
     @classmethod
-    def for_run(cls, settings: Settings, files: list[str]) -> "LintCache":
+    def for_run(cls, settings, files: list[str]) -> "LintCache":
+        from promptlint.engine import settings_fingerprint
+
         root = os.path.abspath(settings.root or ".")
         return cls(os.path.join(root, CACHE_DIR), settings_fingerprint(settings))
 
-    def lookup(self, path: str) -> tuple[FileResult, str] | None:
-        """The cached result and import names (space-separated) of an unchanged file."""
+    def _usable_directory(self) -> bool:
+        """False when the cache folder is a link or not a folder: never read or write through it."""
+        try:
+            mode = os.lstat(self.directory).st_mode
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        return stat.S_ISDIR(mode)
+
+    def _sign(self, body: bytes) -> str:
+        return hmac.new(self.key, body, hashlib.sha256).hexdigest()
+
+    def _read_pack(self) -> dict[str, list]:
+        try:
+            flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+            fd = os.open(self.pack, flags)
+            with os.fdopen(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    return {}
+                data = handle.read(_MAX_PACK_BYTES + 1)
+        except OSError:
+            return {}
+        signature, _, body = data.partition(b"\n")
+        if len(data) > _MAX_PACK_BYTES or not hmac.compare_digest(signature, self._sign(body).encode()):
+            return {}  # not written by this user's promptlint: a miss, rewritten on save
+        try:
+            loaded = json.loads(body)
+        except (ValueError, RecursionError):
+            return {}
+        return loaded if isinstance(loaded, dict) else {}
+
+    def lookup(self, path: str):
+        """The cached ``(FileResult, imports)`` of an unchanged file, or None."""
+        from promptlint.engine import FileResult
+
         entry = self.entries.get(self._key(path))
         if entry is None:
             return None
         try:
-            key, result, deps, imports = entry
-            imports.encode
-        except (TypeError, ValueError, AttributeError):
-            return None  # an entry from another layout is a miss
-        if key != _stat_key(path):
-            return None
-        for dep_path, dep_key in deps:
-            if _stat_key(dep_path) != dep_key:
+            _check(entry, list)
+            if len(entry) != 4:
+                raise _Invalid
+            key, raw, deps, imports = entry
+            _check(imports, str)
+            if key != _stat_key(path):
                 return None
-        return (result if result is not None else FileResult()), imports
+            for dep in _check(deps, list):
+                _check(dep, list)
+                if len(dep) != 2 or _stat_key(_check(dep[0], str)) != dep[1]:
+                    return None
+            return (FileResult() if raw is None else _load_result(raw)), imports
+        except _Invalid:
+            return None  # an entry from another layout is a miss
 
-    def store(self, path: str, result: FileResult, imports: str) -> None:
-        deps = [(d, _stat_key(d)) for d in result.deps]
+    def store(self, path: str, result, imports: str) -> None:
+        deps = [[d, _stat_key(d)] for d in result.deps]
         empty = not (result.diagnostics or result.analyzed or result.has_marker or deps)
-        # Most files hold nothing: store None and no imports unless a later round may need them.
-        self.entries[self._key(path)] = (_stat_key(path), None if empty else result, deps, imports)
+        # Most files hold nothing: store null and no imports unless a later round may need them.
+        self.entries[self._key(path)] = [_stat_key(path), None if empty else _dump_result(result), deps, imports]
         self.dirty = True
 
     def _key(self, path: str) -> str:
         # Joined, not normalised: discovery yields one spelling per file, and this runs per file.
         return path if os.path.isabs(path) else self._cwd + os.sep + path
 
+    def _replace(self, name: str, data: bytes) -> None:
+        """Write a file of the cache folder atomically; a link planted at ``name`` is replaced."""
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, os.path.join(self.directory, name))
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
     def save(self) -> None:
-        if not self.dirty:
+        if not self.dirty or self.key is None:
             return
         try:
+            if not self._usable_directory():
+                return
             os.makedirs(self.directory, exist_ok=True)
-            tag = os.path.join(self.directory, "CACHEDIR.TAG")
-            if not os.path.exists(tag):
-                with open(tag, "w", encoding="ascii") as handle:
-                    handle.write(_TAG)
-                with open(os.path.join(self.directory, ".gitignore"), "w", encoding="ascii") as handle:
-                    handle.write("# Created by promptlint automatically.\n*\n")
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".results-", suffix=".tmp")
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump(self.entries, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.pack)
+            if not self._usable_directory():
+                return  # raced into a link
+            for name, text in (("CACHEDIR.TAG", _TAG), (".gitignore", _GITIGNORE)):
+                target = os.path.join(self.directory, name)
+                if os.path.islink(target) or not os.path.isfile(target):
+                    self._replace(name, text.encode("ascii"))
+            body = json.dumps(self.entries, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+            self._replace(os.path.basename(self.pack), self._sign(body).encode() + b"\n" + body)
         except OSError:
             pass  # a read-only tree still lints; it just is not cached

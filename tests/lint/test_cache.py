@@ -57,7 +57,7 @@ def test_a_corrupt_cache_is_ignored_and_rewritten(tmp_path):
     write(tmp_path / "agent.py", AGENT)
     write(tmp_path / "helpers.py", LEAKY)
     expected = run(tmp_path).diagnostics
-    for pack in (tmp_path / ".promptlint_cache").glob("results-*.pickle"):
-        pack.write_bytes(b"not a pickle")
+    for pack in (tmp_path / ".promptlint_cache").glob("results-*.json"):
+        pack.write_bytes(b"not a signed pack")
     again = run(tmp_path)
     assert again.diagnostics == expected and again.cached == 0
