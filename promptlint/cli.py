@@ -17,13 +17,13 @@ from promptlint import __version__
 
 # name -> "module:attribute" of a click.Command; one place lists every subcommand.
 SUBCOMMANDS: dict[str, str] = {
-    "lint": "promptlint.lint_cli:lint",
-    "rules": "promptlint.lint_cli:rules",
-    "explain": "promptlint.lint_cli:explain",
-    "hash": "promptlint.golden:hash_command",
-    "golden": "promptlint.golden:golden_group",
-    "emulate": "promptlint.emulator:emulate_command",
-    "simulate": "promptlint.simulate:simulate_command",
+    "lint": "promptlint.lint.cli:lint",
+    "rules": "promptlint.lint.cli:rules",
+    "explain": "promptlint.lint.cli:explain",
+    "hash": "promptlint.golden.gate:hash_command",
+    "golden": "promptlint.golden.gate:golden_group",
+    "emulate": "promptlint.caching.emulator:emulate_command",
+    "simulate": "promptlint.caching.simulate:simulate_command",
 }
 
 SUMMARIES: dict[str, str] = {

@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from promptlint.docs_gen import render_all  # noqa: E402
+from promptlint.lint.rule_docs import render_all  # noqa: E402
 
 
 def main() -> int:

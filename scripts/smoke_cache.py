@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from promptlint import providers  # noqa: E402
 from promptlint.contract import ContractError, PromptContract  # noqa: E402
-from promptlint.cachemodel import (  # noqa: E402
+from promptlint.caching.model import (  # noqa: E402
     CacheModel, Usage, anthropic_blocks, cost_usd, first_difference, openai_blocks,
 )
 
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         worst = worst_case_cost(provider, model, planned, output_limit(args))
         if worst is None and not args.base_url:
             raise CannotRun(f"no price recorded for {provider} model {model!r}, so the ${BUDGET_USD:.2f} budget "
-                            "cannot be checked; pick a model from promptlint/data/providers.yaml")
+                            "cannot be checked; pick a model from promptlint/providers/providers.yaml")
         if worst is not None and worst > BUDGET_USD:
             raise CannotRun(f"a run with {model} could cost up to ${worst:.4f}, over the ${BUDGET_USD:.2f} budget; "
                             "pick a cheaper --model")

@@ -1,4 +1,4 @@
-"""[tool.promptlint] discovery, validation and selection (promptlint.config)."""
+"""[tool.promptlint] discovery, validation and selection (promptlint.lint.config)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from promptlint.config import ConfigError, is_selected, load_settings
-from promptlint.model import Settings
+from promptlint.lint.config import ConfigError, is_selected, load_settings
+from promptlint.lint.diagnostic import Settings
 
 
 def write_pyproject(directory, body: str):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from promptlint.discover import collect_files
-from promptlint.model import Settings
+from promptlint.lint.discover import collect_files
+from promptlint.lint.diagnostic import Settings
 
 
 def make_tree(root, *names):

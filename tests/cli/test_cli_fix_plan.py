@@ -1,11 +1,11 @@
-"""How --fix/--diff group fixes by the file they edit, and the progress line (promptlint.lint_cli)."""
+"""How --fix/--diff group fixes by the file they edit, and the progress line (promptlint.lint.cli)."""
 
 from __future__ import annotations
 
 import io
 
-from promptlint import lint_cli
-from promptlint.model import Diagnostic, Fix, TraceStep
+from promptlint.lint import cli as lint_cli
+from promptlint.lint.diagnostic import Diagnostic, Fix, TraceStep
 
 
 def unordered(path: str, line: int, fix: Fix | None, trace: tuple[TraceStep, ...]) -> Diagnostic:

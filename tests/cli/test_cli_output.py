@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from promptlint.catalog import load_rule_docs
-from promptlint.model import Diagnostic, Fix, TraceStep
-from promptlint.output import render, statistics
+from promptlint.lint.catalog import load_rule_docs
+from promptlint.lint.diagnostic import Diagnostic, Fix, TraceStep
+from promptlint.lint.output import render, statistics
 
 SCHEMA = Path(__file__).resolve().parents[1] / "data" / "sarif" / "sarif-schema-2.1.0.json"
 

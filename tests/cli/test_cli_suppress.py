@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from promptlint.catalog import known_codes
-from promptlint.model import Diagnostic, TraceStep
-from promptlint.suppress import apply_suppressions
+from promptlint.lint.catalog import known_codes
+from promptlint.lint.diagnostic import Diagnostic, TraceStep
+from promptlint.lint.suppress import apply_suppressions
 
 PATH = "app.py"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from promptlint.catalog import load_rule_docs
-from promptlint.engine import lint_source
-from promptlint.fix import FixError, fix_source
-from promptlint.model import Fix
+from promptlint.lint.catalog import load_rule_docs
+from promptlint.lint.engine import lint_source
+from promptlint.lint.fix import FixError, fix_source
+from promptlint.lint.diagnostic import Fix
 
 
 def wrap(line, col, end_line, end_col):

@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from promptlint.catalog import load_rule_docs
-from promptlint.docs_gen import render_all
-from promptlint.engine import lint_source
+from promptlint.lint.catalog import load_rule_docs
+from promptlint.lint.rule_docs import render_all
+from promptlint.lint.engine import lint_source
 
 RULES_DOCS = Path(__file__).resolve().parents[2] / "docs" / "rules"
 REGENERATE = "python scripts/gen_docs.py"

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from promptlint.engine import lint_source
+from promptlint.lint.engine import lint_source
 
 ROOT = Path(__file__).resolve().parents[2]
 INDEX = ROOT / "docs" / "index.md"

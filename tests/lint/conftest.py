@@ -9,8 +9,8 @@ import pytest
 
 @functools.lru_cache(maxsize=None)
 def _lint_directory(directory: str) -> tuple:
-    from promptlint.engine import lint_paths
-    from promptlint.model import Settings
+    from promptlint.lint.engine import lint_paths
+    from promptlint.lint.diagnostic import Settings
 
     report = lint_paths([directory], Settings(root=directory), use_cache=False)
     return tuple(report.diagnostics)

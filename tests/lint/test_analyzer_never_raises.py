@@ -5,8 +5,8 @@ from __future__ import annotations
 import hypothesmith
 from hypothesis import HealthCheck, given, settings
 
-from promptlint.engine import lint_source
-from promptlint.model import Diagnostic
+from promptlint.lint.engine import lint_source
+from promptlint.lint.diagnostic import Diagnostic
 
 QUICK = settings(
     max_examples=50,

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from promptlint.engine import lint_paths
-from promptlint.model import Settings
+from promptlint.lint.engine import lint_paths
+from promptlint.lint.diagnostic import Settings
 
 LEAK = '''import anthropic
 from datetime import datetime
@@ -44,7 +44,7 @@ def test_each_bad_file_gets_its_own_code_and_the_leak_is_still_found(tmp_path):
 
 
 def test_an_internal_error_on_one_file_is_reported_for_that_file_only(tmp_path, monkeypatch):
-    from promptlint import analysis
+    from promptlint.lint import analysis
 
     (tmp_path / "good_leak.py").write_text(LEAK, encoding="utf-8")
     (tmp_path / "explodes.py").write_text(LEAK.replace("datetime.now()", "datetime.utcnow()"), encoding="utf-8")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from promptlint.engine import lint_paths
-from promptlint.model import Settings
+from promptlint.lint.engine import lint_paths
+from promptlint.lint.diagnostic import Settings
 
 AGENT = '''import anthropic
 from helpers import banner

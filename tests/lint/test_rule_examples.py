@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from promptlint.catalog import load_rule_docs
-from promptlint.engine import lint_source
+from promptlint.lint.catalog import load_rule_docs
+from promptlint.lint.engine import lint_source
 
 DOCS = load_rule_docs()
 META_CODES = {code for code, doc in DOCS.items() if doc.family == "meta"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from promptlint import providers
-from promptlint.cachemodel import CacheModel, CacheRequestError, cost_usd
+from promptlint.caching.model import CacheModel, CacheRequestError, cost_usd
 
 HAIKU = "claude-haiku-4-5"
 BIG = "policy line. " * 2500  # well above the 4,096-token floor of claude-haiku-4-5

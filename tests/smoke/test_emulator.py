@@ -13,8 +13,8 @@ import anthropic
 import openai
 import pytest
 
-from promptlint.cachemodel import CacheModel
-from promptlint.emulator import EmulatorServer
+from promptlint.caching.model import CacheModel
+from promptlint.caching.emulator import EmulatorServer
 
 BIG = "policy line. " * 2500
 MARK = {"type": "ephemeral"}

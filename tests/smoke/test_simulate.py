@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from promptlint.simulate import detect_provider, simulate
+from promptlint.caching.simulate import detect_provider, simulate
 
 BIG = "policy line. " * 2500
 RULES = "rule. " * 900

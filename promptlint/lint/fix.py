@@ -19,7 +19,7 @@ the outermost once (``sorted(list(set(a)))``, not ``sorted(list(sorted(set(a))))
 
 from __future__ import annotations
 
-from promptlint.model import Fix
+from promptlint.lint.diagnostic import Fix
 
 KINDS = ("wrap-sorted", "add-sort-keys")
 

@@ -2,7 +2,7 @@
 
 Each line is one request body as sent to the SDK (``messages.create`` kwargs for Anthropic,
 ``chat.completions.create`` / ``responses.create`` kwargs for OpenAI). The requests go through
-the same cache model as the emulator (``promptlint.cachemodel``) with a clock that advances
+the same cache model as the emulator (``promptlint.caching.model``) with a clock that advances
 ``--interval`` seconds per turn. For a turn that reads nothing while an earlier turn exists, the
 report names the first position where its prefix differs from the previous request to the same
 provider: the block and its prefix level, the byte offset inside it, and both snippets.
@@ -18,7 +18,7 @@ import sys
 
 import click
 
-from promptlint.cachemodel import CacheModel, CacheRequestError, anthropic_blocks, cost_usd, first_difference, openai_blocks
+from promptlint.caching.model import CacheModel, CacheRequestError, anthropic_blocks, cost_usd, first_difference, openai_blocks
 
 
 def detect_provider(body: dict) -> str:

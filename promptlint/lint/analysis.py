@@ -2,14 +2,14 @@
 
 It runs on CPython's ``ast`` (C-speed parsing, exact positions): the issue's corpus of
 3,000+ files rules out full libcst metadata on every file. libcst is used where the concrete
-tree matters, for fixes (``promptlint.fix``).
+tree matters, for fixes (``promptlint.lint.fix``).
 
 The analysis is an abstract interpretation over statements in order. Every expression
 evaluates to a ``Val``: the taints it carries, plus what is statically known about it (the
 qualified name it refers to, a string constant, the items of a list or dict display, the
 function it names). Functions are summarised once: which taints their return value always
 carries, which parameters flow into it, and which parameters reach a sink inside them.
-Summaries of functions in other project modules come from ``promptlint.project``.
+Summaries of functions in other project modules come from ``promptlint.lint.project``.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
-from promptlint.catalog import ArgSpec, Catalog, Condition, SinkSpec
-from promptlint.model import Diagnostic, Fix, TraceStep
+from promptlint.lint.catalog import ArgSpec, Catalog, Condition, SinkSpec
+from promptlint.lint.diagnostic import Diagnostic, Fix, TraceStep
 
 if TYPE_CHECKING:
-    from promptlint.project import Project
+    from promptlint.lint.project import Project
 
 MAX_TAINTS = 6
 MAX_STEPS = 14
@@ -451,7 +451,7 @@ class ModuleAnalysis:
 
     @staticmethod
     def catalog_docs():
-        from promptlint.catalog import load_rule_docs
+        from promptlint.lint.catalog import load_rule_docs
 
         return load_rule_docs()
 

@@ -1,7 +1,7 @@
 """One model of provider prompt caches, shared by the emulator and the simulator.
 
 The rules (docs/smoke.md cites the provider page for each; per-model numbers are dated data in
-promptlint/data/providers.yaml, read through ``promptlint.providers``):
+promptlint/providers/providers.yaml, read through ``promptlint.providers``):
 
 Anthropic (Messages API)
 - The prefix is tools → system → messages, compared byte for byte, block by block (a block's

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import os
 
-from promptlint.model import Settings
+from promptlint.lint.diagnostic import Settings
 
 #: Files that hold promptlint's keys at the top level, preferred in this order in one directory.
 STANDALONE_FILES = (".promptlint.toml", "promptlint.toml")
@@ -120,7 +120,7 @@ def _type_name(value) -> str:
 
 
 def _check_selectors(where: str, key: str, selectors: tuple[str, ...]) -> tuple[str, ...]:
-    from promptlint.catalog import expand_selector
+    from promptlint.lint.catalog import expand_selector
 
     out = []
     for selector in selectors:
@@ -219,7 +219,7 @@ def _apply_overrides(values: dict, overrides: dict, root: str) -> dict:
 @functools.lru_cache(maxsize=64)
 def _selector_table(selectors: tuple[str, ...]) -> dict[str, int]:
     """code -> length of the most specific selector naming it (ruff's specificity rule)."""
-    from promptlint.catalog import expand_selector, known_codes
+    from promptlint.lint.catalog import expand_selector, known_codes
 
     codes = known_codes()
     table: dict[str, int] = {}
@@ -248,7 +248,7 @@ def per_file_ignored(path: str, settings: Settings) -> tuple[str, ...]:
     """The selectors that ``per-file-ignores`` applies to ``path``."""
     if not settings.per_file_ignores:
         return ()
-    from promptlint.catalog import glob_match
+    from promptlint.lint.catalog import glob_match
 
     rel = _relative(path, settings.root)
     name = rel.rsplit("/", 1)[-1]

@@ -19,7 +19,7 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
-from promptlint.model import Diagnostic
+from promptlint.lint.diagnostic import Diagnostic
 
 MARKER = "promptlint:"
 _SUPPRESSION = re.compile(r"#\s*promptlint:\s*ignore\b(?:\[([^\]]*)\])?")
@@ -83,7 +83,7 @@ def apply_suppressions(path: str, text: str, diagnostics: list[Diagnostic], know
     suppressions = find_suppressions(text)
     if not suppressions:
         return diagnostics
-    from promptlint.catalog import expand_selector
+    from promptlint.lint.catalog import expand_selector
 
     expanded: dict[str, frozenset[str]] = {}
     for s in suppressions:
@@ -131,7 +131,7 @@ def apply_suppressions(path: str, text: str, diagnostics: list[Diagnostic], know
 
 
 def _meta(path: str, s: Suppression, code: str, detail: str) -> Diagnostic:
-    from promptlint.catalog import load_rule_docs
+    from promptlint.lint.catalog import load_rule_docs
 
     doc = load_rule_docs()[code]
     return Diagnostic(path=path, line=s.line, column=s.column, end_line=s.line, end_column=s.end_column,

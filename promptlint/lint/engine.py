@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 
 from promptlint import __version__
-from promptlint.model import Diagnostic, Settings
-from promptlint.source import SourceError, decode_source, display_path, parse_python
+from promptlint.lint.diagnostic import Diagnostic, Settings
+from promptlint.lint.source import SourceError, decode_source, display_path, parse_python
 
 _IMPORT_NAMES = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))", re.MULTILINE)
 PARALLEL_THRESHOLD = 48  # files to read; below this a pool costs more than it saves
@@ -48,7 +48,7 @@ class FileResult:
 
 # ------------------------------------------------------------------------ one file
 def _meta(path: str, code: str, detail: str, line: int = 1, column: int = 1) -> Diagnostic:
-    from promptlint.catalog import load_rule_docs
+    from promptlint.lint.catalog import load_rule_docs
 
     doc = load_rule_docs()[code]
     return Diagnostic(path=path, line=line, column=column, end_line=line, end_column=column + 1, code=code,
@@ -107,8 +107,8 @@ def _worker_init(settings: Settings, roots: list[str], strict: bool) -> None:
 
 
 def _make_project(settings: Settings, roots: list[str], strict: bool):
-    from promptlint.catalog import load_catalog
-    from promptlint.project import Project
+    from promptlint.lint.catalog import load_catalog
+    from promptlint.lint.project import Project
 
     catalog = load_catalog(_rule_files(settings), settings.memory_files)
     return Project(catalog, roots, strict=strict, max_file_bytes=settings.max_file_bytes)
@@ -209,13 +209,13 @@ def _stem(path: str) -> str:
 def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, jobs: int | None = None,
                progress=None, strict: bool = False) -> LintReport:
     """Lint files and folders; the one entry point the CLI and the tests use."""
-    from promptlint.catalog import known_codes
-    from promptlint.discover import collect_files
+    from promptlint.lint.catalog import known_codes
+    from promptlint.lint.discover import collect_files
 
     files = collect_files(list(paths), settings)
     cache = None
     if use_cache:
-        from promptlint.cache import LintCache
+        from promptlint.lint.result_cache import LintCache
 
         cache = LintCache.for_run(settings, files)
     results: dict[str, FileResult] = {}
@@ -263,7 +263,7 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
                 cache.store(path, results[path], imports.get(path, ""))
         cache.save()
     diagnostics: list[Diagnostic] = []
-    from promptlint.config import is_selected
+    from promptlint.lint.config import is_selected
 
     for path in files:
         result = results[path]
@@ -271,7 +271,7 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
         if found or result.has_marker:
             text, _ = read_text(path, settings.max_file_bytes)
             if text is not None:
-                from promptlint.suppress import apply_suppressions
+                from promptlint.lint.suppress import apply_suppressions
 
                 found = apply_suppressions(path, text, list(found), known_codes())
         diagnostics.extend(d for d in found if is_selected(d.code, d.path, settings))
@@ -305,7 +305,7 @@ def _relocate(d: Diagnostic, prefix: str) -> Diagnostic:
 
 def settings_fingerprint(settings: Settings) -> str:
     """What a cached result depends on besides the file: version, rules, analysis settings."""
-    from promptlint.catalog import catalog_files, fingerprint_files
+    from promptlint.lint.catalog import catalog_files, fingerprint_files
     from pathlib import Path
 
     rule_paths = [Path(p) for p in catalog_files(_rule_files(settings))]

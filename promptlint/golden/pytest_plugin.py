@@ -30,7 +30,7 @@ def promptlint_golden(request: pytest.FixtureRequest) -> Callable[..., None]:
 
     Relative directories resolve against pytest's rootdir, so the test passes from any cwd.
     """
-    from promptlint.golden import DEFAULT_DIR, assert_matches_golden
+    from promptlint.golden.gate import DEFAULT_DIR, assert_matches_golden
 
     update = bool(request.config.getoption(UPDATE_OPTION))
     root = request.config.rootpath

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 
-from promptlint.catalog import glob_match
-from promptlint.model import Settings
+from promptlint.lint.catalog import glob_match
+from promptlint.lint.diagnostic import Settings
 
 #: Folders and files never worth linting; ``exclude`` replaces this list, ``extend-exclude`` adds.
 DEFAULT_EXCLUDES: tuple[str, ...] = (

@@ -11,10 +11,10 @@ import ast
 import os
 from pathlib import Path
 
-from promptlint.analysis import ClassInfo, FunctionRef, ModuleAnalysis
-from promptlint.catalog import Catalog
-from promptlint.model import TraceStep
-from promptlint.source import SourceError, decode_source, display_path, parse_python
+from promptlint.lint.analysis import ClassInfo, FunctionRef, ModuleAnalysis
+from promptlint.lint.catalog import Catalog
+from promptlint.lint.diagnostic import TraceStep
+from promptlint.lint.source import SourceError, decode_source, display_path, parse_python
 
 _TEMPLATE_DIRS = ("", "templates", "prompts", "prompt", "config", "configs")
 

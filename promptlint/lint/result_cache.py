@@ -30,7 +30,7 @@ import secrets
 import stat
 import tempfile
 
-from promptlint.model import Diagnostic, Fix, TraceStep
+from promptlint.lint.diagnostic import Diagnostic, Fix, TraceStep
 
 CACHE_DIR = ".promptlint_cache"
 FORMAT = "4"  # bump when the entry layout changes
@@ -145,7 +145,7 @@ def _dump_result(result) -> dict:
 
 
 def _load_result(raw):
-    from promptlint.engine import FileResult
+    from promptlint.lint.engine import FileResult
 
     _check(raw, dict)
     if set(raw) != {"diagnostics", "deps", "analyzed", "param_sink_functions", "has_marker"}:
@@ -174,7 +174,7 @@ class LintCache:
 
     @classmethod
     def for_run(cls, settings, files: list[str]) -> "LintCache":
-        from promptlint.engine import settings_fingerprint
+        from promptlint.lint.engine import settings_fingerprint
 
         root = os.path.abspath(settings.root or ".")
         return cls(os.path.join(root, CACHE_DIR), settings_fingerprint(settings))
@@ -213,7 +213,7 @@ class LintCache:
 
     def lookup(self, path: str):
         """The cached ``(FileResult, imports)`` of an unchanged file, or None."""
-        from promptlint.engine import FileResult
+        from promptlint.lint.engine import FileResult
 
         entry = self.entries.get(self._key(path))
         if entry is None:

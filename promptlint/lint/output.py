@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 from promptlint import __version__
-from promptlint.model import Diagnostic, RuleDoc
+from promptlint.lint.diagnostic import Diagnostic, RuleDoc
 
 FORMATS = ("text", "json", "sarif", "github")
 INFORMATION_URI = "https://github.com/promptlint/promptlint"

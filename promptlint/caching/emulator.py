@@ -1,6 +1,6 @@
 """An offline prompt-cache emulator: a real HTTP server speaking the Anthropic Messages and
 OpenAI Chat Completions / Responses request and response shapes closely enough that the
-official SDKs work against it unchanged, with caching decided by ``promptlint.cachemodel``.
+official SDKs work against it unchanged, with caching decided by ``promptlint.caching.model``.
 
 Replies are deterministic: the text is a fixed acknowledgement, ids count up per server.
 Usage fields carry the real names (``cache_read_input_tokens``,
@@ -25,7 +25,7 @@ from typing import Any, Iterable
 import click
 
 from promptlint import providers
-from promptlint.cachemodel import (
+from promptlint.caching.model import (
     Block, CacheModel, CacheRequestError, Usage, anthropic_blocks, cache_miss_reason, openai_blocks,
 )
 

@@ -1,7 +1,7 @@
 """Provider prompt-caching facts and offline token counting.
 
 The figures (cache floors, prices, breakpoint limits, TTLs, tokenizers) live in
-``promptlint/data/providers.yaml`` with the date they were compiled and a source for each; this
+``promptlint/providers/providers.yaml`` with the date they were compiled and a source for each; this
 module only reads them. The assembler, the emulator and the simulator all count tokens with
 :func:`count_tokens`, so they agree on where a prefix crosses a cache floor.
 
@@ -33,7 +33,7 @@ PROVIDERS: tuple[str, ...] = ("anthropic", "openai", "gemini")
 
 @functools.lru_cache(maxsize=1)
 def _data() -> dict[str, Any]:
-    text = resources.files("promptlint").joinpath("data/providers.yaml").read_text("utf-8")
+    text = resources.files("promptlint.providers").joinpath("providers.yaml").read_text("utf-8")
     return yaml.safe_load(text)
 
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 from pathlib import Path
 
-from promptlint.model import RuleDoc
+from promptlint.lint.diagnostic import RuleDoc
 
-_HERE = Path(__file__).resolve().parent
+_HERE = Path(__file__).resolve().parent.parent  # the promptlint package
 
 
 class CatalogError(Exception):

@@ -29,8 +29,8 @@ def _fail(message: str) -> None:
 
 def _guarded(run):
     """Run a command body; map known failures to one stderr line and exit code 2."""
-    from promptlint.catalog import CatalogError
-    from promptlint.config import ConfigError
+    from promptlint.lint.catalog import CatalogError
+    from promptlint.lint.config import ConfigError
 
     try:
         return run()
@@ -109,7 +109,7 @@ def _fix_file(diagnostic) -> str:
 
 def planned_fixes(diagnostics) -> dict[str, list]:
     """Safe fixes grouped by the file they edit, without duplicates, in file order."""
-    from promptlint.output import is_fixable
+    from promptlint.lint.output import is_fixable
 
     plan: dict[str, dict] = {}
     for d in diagnostics:
@@ -130,10 +130,10 @@ def apply_fixes(plan: dict[str, list], *, write: bool) -> tuple[list[str], list[
     if not plan:
         return diffs, errors
     try:
-        from promptlint.fix import FixError, fix_source
+        from promptlint.lint.fix import FixError, fix_source
     except ImportError as exc:
         _fail(f"fixes are not available in this installation ({exc})")
-    from promptlint.source import SourceError, declared_encoding, decode_source
+    from promptlint.lint.source import SourceError, declared_encoding, decode_source
 
     for path, fixes in plan.items():
         try:
@@ -190,10 +190,10 @@ def lint(paths, fmt, config_path, select, ignore, extend_select, exclude, extend
 
 def _run_lint(paths, fmt, config_path, overrides, exit_zero, show_statistics, quiet, output_file, use_cache, jobs,
               fix, diff) -> int:
-    from promptlint.catalog import load_rule_docs
-    from promptlint.config import load_settings
-    from promptlint.engine import lint_paths
-    from promptlint.output import render, render_text, statistics
+    from promptlint.lint.catalog import load_rule_docs
+    from promptlint.lint.config import load_settings
+    from promptlint.lint.engine import lint_paths
+    from promptlint.lint.output import render, render_text, statistics
 
     settings = load_settings(paths, config_path, overrides)
     progress = Progress() if sys.stderr.isatty() else None
@@ -268,7 +268,7 @@ def rules(fmt) -> None:
     def run():
         import json
 
-        from promptlint.catalog import load_rule_docs
+        from promptlint.lint.catalog import load_rule_docs
 
         docs = list(load_rule_docs().values())
         if fmt == "json":
@@ -309,7 +309,7 @@ def explain(code) -> None:
     def run():
         import difflib
 
-        from promptlint.catalog import load_rule_docs
+        from promptlint.lint.catalog import load_rule_docs
 
         docs = load_rule_docs()
         wanted = code.strip()
