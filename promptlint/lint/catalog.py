@@ -11,12 +11,14 @@ from __future__ import annotations
 import fnmatch
 import functools
 import hashlib
+import os
 import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 from pathlib import Path
 
-from promptlint.lint.diagnostic import RuleDoc
+from promptlint import __version__
+from promptlint.lint.diagnostic import RuleDoc, Settings
 
 _HERE = Path(__file__).resolve().parent.parent  # the promptlint package
 
@@ -473,3 +475,17 @@ def load_catalog(extra_files: tuple[str, ...] = (), memory_files: tuple[str, ...
         catalog.sources.append(SourceSpec(id="memory-files-config", code="PC401", label="volatile",
                                           note="file that changes during a session", strings=tuple(memory_files)))
     return catalog.compile()
+
+
+def rule_files(settings: Settings) -> tuple[str, ...]:
+    """The configured rule files, relative paths taken from the project root."""
+    root = settings.root or "."
+    return tuple(p if os.path.isabs(p) else os.path.join(root, p) for p in settings.rule_files)
+
+
+def settings_fingerprint(settings: Settings) -> str:
+    """What a cached result depends on besides the file: version, rules, analysis settings."""
+    rule_paths = [Path(p) for p in catalog_files(rule_files(settings))]
+    parts = [__version__, fingerprint_files([p for p in rule_paths if p.is_file()]), repr(settings.memory_files),
+             repr(settings.src), str(settings.max_file_bytes), repr(sorted(settings.rule_files))]
+    return "|".join(parts)

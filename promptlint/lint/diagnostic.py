@@ -106,3 +106,14 @@ class Settings:
     max_file_bytes: int = 2_000_000
     config_path: str | None = None
     extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass
+class FileResult:
+    """What one file contributes: its diagnostics and what the cache must know."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    deps: list[str] = field(default_factory=list)  # other files the analysis read
+    analyzed: bool = False
+    param_sink_functions: list[str] = field(default_factory=list)  # functions whose params reach sinks
+    has_marker: bool = False  # the text holds "promptlint:" (a suppression comment, maybe)

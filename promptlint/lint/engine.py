@@ -16,8 +16,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from promptlint import __version__
-from promptlint.lint.diagnostic import Diagnostic, Settings
+from promptlint.lint.diagnostic import Diagnostic, FileResult, Settings
 from promptlint.lint.source import SourceError, decode_source, display_path, parse_python
 
 _IMPORT_NAMES = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))", re.MULTILINE)
@@ -33,17 +32,6 @@ class LintReport:
     files: int
     analyzed: int = 0
     cached: int = 0
-
-
-@dataclass
-class FileResult:
-    """What one file contributes: its diagnostics and what the cache must know."""
-
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    deps: list[str] = field(default_factory=list)  # other files the analysis read
-    analyzed: bool = False
-    param_sink_functions: list[str] = field(default_factory=list)  # functions whose params reach sinks
-    has_marker: bool = False  # the text holds "promptlint:" (a suppression comment, maybe)
 
 
 # ------------------------------------------------------------------------ one file
@@ -107,10 +95,10 @@ def _worker_init(settings: Settings, roots: list[str], strict: bool) -> None:
 
 
 def _make_project(settings: Settings, roots: list[str], strict: bool):
-    from promptlint.lint.catalog import load_catalog
+    from promptlint.lint.catalog import load_catalog, rule_files
     from promptlint.lint.project import Project
 
-    catalog = load_catalog(_rule_files(settings), settings.memory_files)
+    catalog = load_catalog(rule_files(settings), settings.memory_files)
     return Project(catalog, roots, strict=strict, max_file_bytes=settings.max_file_bytes)
 
 
@@ -172,11 +160,6 @@ class _Workers:
             self.pool.join()
 
 
-def _rule_files(settings: Settings) -> tuple[str, ...]:
-    root = settings.root or "."
-    return tuple(p if os.path.isabs(p) else os.path.join(root, p) for p in settings.rule_files)
-
-
 # ------------------------------------------------------------------------- runs
 def _imported_modules(text: str) -> str:
     """Names a file imports (modules and imported names), space-separated for a compact cache."""
@@ -215,9 +198,10 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
     files = collect_files(list(paths), settings)
     cache = None
     if use_cache:
-        from promptlint.lint.result_cache import LintCache
+        from promptlint.lint.catalog import settings_fingerprint
+        from promptlint.lint.result_cache import CACHE_DIR, LintCache
 
-        cache = LintCache.for_run(settings, files)
+        cache = LintCache(os.path.join(os.path.abspath(settings.root or "."), CACHE_DIR), settings_fingerprint(settings))
     results: dict[str, FileResult] = {}
     imports: dict[str, str] = {}
     pending: list[str] = []
@@ -301,14 +285,3 @@ def _relocate(d: Diagnostic, prefix: str) -> Diagnostic:
     strip = (lambda p: p[len(prefix):] if p.startswith(prefix) else p)
     fix = replace(d.fix, path=strip(d.fix.path)) if d.fix is not None else None
     return replace(d, path=strip(d.path), trace=tuple(replace(s, path=strip(s.path)) for s in d.trace), fix=fix)
-
-
-def settings_fingerprint(settings: Settings) -> str:
-    """What a cached result depends on besides the file: version, rules, analysis settings."""
-    from promptlint.lint.catalog import catalog_files, fingerprint_files
-    from pathlib import Path
-
-    rule_paths = [Path(p) for p in catalog_files(_rule_files(settings))]
-    parts = [__version__, fingerprint_files([p for p in rule_paths if p.is_file()]), repr(settings.memory_files),
-             repr(settings.src), str(settings.max_file_bytes), repr(sorted(settings.rule_files))]
-    return "|".join(parts)

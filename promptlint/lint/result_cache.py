@@ -30,7 +30,7 @@ import secrets
 import stat
 import tempfile
 
-from promptlint.lint.diagnostic import Diagnostic, Fix, TraceStep
+from promptlint.lint.diagnostic import Diagnostic, FileResult, Fix, TraceStep
 
 CACHE_DIR = ".promptlint_cache"
 FORMAT = "4"  # bump when the entry layout changes
@@ -145,8 +145,6 @@ def _dump_result(result) -> dict:
 
 
 def _load_result(raw):
-    from promptlint.lint.engine import FileResult
-
     _check(raw, dict)
     if set(raw) != {"diagnostics", "deps", "analyzed", "param_sink_functions", "has_marker"}:
         raise _Invalid
@@ -171,13 +169,6 @@ class LintCache:
         self._cwd = os.getcwd()
         if self.key is not None and self._usable_directory():
             self.entries = self._read_pack()
-
-    @classmethod
-    def for_run(cls, settings, files: list[str]) -> "LintCache":
-        from promptlint.lint.engine import settings_fingerprint
-
-        root = os.path.abspath(settings.root or ".")
-        return cls(os.path.join(root, CACHE_DIR), settings_fingerprint(settings))
 
     def _usable_directory(self) -> bool:
         """False when the cache folder is a link or not a folder: never read or write through it."""
@@ -213,8 +204,6 @@ class LintCache:
 
     def lookup(self, path: str):
         """The cached ``(FileResult, imports)`` of an unchanged file, or None."""
-        from promptlint.lint.engine import FileResult
-
         entry = self.entries.get(self._key(path))
         if entry is None:
             return None

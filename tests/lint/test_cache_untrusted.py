@@ -73,7 +73,7 @@ def test_a_pack_signed_by_another_user_is_a_miss(tmp_path):
     subprocess.run([sys.executable, "-m", "promptlint", "lint", "."], cwd=tmp_path, env=env,
                    capture_output=True, timeout=120)
     from promptlint.lint.result_cache import LintCache
-    from promptlint.lint.engine import settings_fingerprint
+    from promptlint.lint.catalog import settings_fingerprint
     from promptlint.lint.diagnostic import Settings
 
     cache = LintCache(str(tmp_path / ".promptlint_cache"), settings_fingerprint(Settings(root=str(tmp_path))))
