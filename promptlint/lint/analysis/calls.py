@@ -1,0 +1,288 @@
+"""Calls: sources, sanitizers and serializers, mutators, templates, constructors and summaries."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from promptlint.lint.analysis.values import (
+    EMPTY, MAX_STEPS, ClassInfo, FunctionRef, Taint, Val, join, merge,
+)
+from promptlint.lint.diagnostic import Fix, TraceStep
+
+_MUTATORS = {"append", "extend", "insert", "update", "add", "setdefault", "appendleft", "extendleft", "__setitem__"}
+_ORDERED_CONSUMERS = {"builtins.list", "builtins.tuple", "builtins.enumerate", "builtins.iter", "builtins.next"}
+_TEMPLATE_METHODS = {"format", "format_map", "render", "substitute", "safe_substitute", "partial", "invoke"}
+
+
+class Calls:
+    """Call evaluation of ``FunctionAnalysis``."""
+
+    # -------------------------------------------------------------------- calls
+    def eval_Call(self, node: ast.Call) -> Val:
+        func = self.eval(node.func)
+        args = [self.eval(a) for a in node.args]
+        kwargs: dict[str, Val] = {}
+        splat = []
+        for kw in node.keywords:
+            if kw.arg is None:
+                v = self.eval(kw.value)
+                splat.append(v)
+                if v.keys is not None:
+                    kwargs.update(v.keys)
+            else:
+                kwargs[kw.arg] = self.eval(kw.value)
+        origin = func.origin
+        call_origin = f"{origin}()" if origin else None
+        if origin:
+            self.check_sinks(node, origin, args, kwargs)
+        # 1. sources
+        if origin:
+            for spec in self.m.catalog.source_calls.match(origin):
+                if spec.max_args is not None and len(node.args) > spec.max_args:
+                    continue
+                return self._source_result(node, spec, origin, args, kwargs)
+        if isinstance(node.func, ast.Attribute):
+            spec = self.m.catalog.source_methods.get(node.func.attr)
+            if spec is not None and not (origin and self._is_module_path(origin)):
+                return self._source_result(node, spec, node.func.attr, args, kwargs, receiver=func)
+        # 2. sanitizers and serializers
+        arg_taints = merge(*(a.taints for a in args), *(v.taints for v in kwargs.values()), *(s.taints for s in splat))
+        if origin:
+            sanitizers = self.m.catalog.sanitizer_calls.match(origin)
+            if sanitizers:
+                clears = {label for s in sanitizers for label in s.clears}
+                return Val(tuple(t for t in arg_taints if t.label not in clears), node=node)
+            serializer = self.m.catalog.serializer_calls.get(origin)
+            if serializer is not None:
+                return self._serialize(node, serializer, args, kwargs)
+            if origin in _ORDERED_CONSUMERS and args:
+                consumed = tuple(self._consumed(t, node.args[0]) if t.label == "unordered" else t for t in args[0].taints)
+                return Val(merge(consumed), items=args[0].items, node=node)
+        # 3. functions we can summarise
+        target = func.func
+        if target is None and origin and not origin.startswith("?"):
+            found = self.m.resolve_function(origin.lstrip("@")) if "()" not in origin else None
+            if isinstance(found, FunctionRef):
+                target = found
+            elif isinstance(found, ClassInfo):
+                return self._construct(node, found, args, kwargs)
+        if target is not None:
+            return self._apply_summary(node, target, func, args, kwargs)
+        if origin and origin.startswith("@") and origin.endswith("()") is False:
+            info = self._class_info(origin[1:])
+            if info is not None:
+                return self._construct(node, info[1], args, kwargs)
+        # 4. templates, joins, mutators, everything else: taint flows through
+        receiver = func if isinstance(node.func, ast.Attribute) else EMPTY
+        recv_val = self.eval(node.func.value) if isinstance(node.func, ast.Attribute) else EMPTY
+        method = node.func.attr if isinstance(node.func, ast.Attribute) else None
+        if method == "join" and args:
+            consumed = tuple(self._consumed(t, node.args[0]) if t.label == "unordered" else t for t in args[0].taints)
+            return Val(merge(recv_val.taints, consumed), node=node)
+        if method in _MUTATORS and isinstance(node.func, ast.Attribute):
+            self._mutate(node, recv_val, method, args, kwargs)
+            return Val(node=node)
+        if method in _TEMPLATE_METHODS and recv_val.template is not None:
+            return self._substitute(node, recv_val, args, kwargs, arg_taints)
+        if method == "copy" or method == "model_copy":
+            return recv_val
+        taints = merge(recv_val.taints, arg_taints)
+        # Template text travels through reads, loads and string methods (``yaml.safe_load(path.read_text())``).
+        template = recv_val.template or next((a.template for a in args if a.template is not None), None)
+        result = Val(taints, origin=call_origin, node=node, template=template)
+        if self.stable_template is not None:  # a system template was just built: remember its layer
+            result.template, result.sink_layer = self.stable_template
+            self.stable_template = None
+        return result
+
+    def _is_module_path(self, origin: str) -> bool:
+        head = origin.split(".")[0]
+        return head in {v.split(".")[0] for v in self.m.imports.values()} and "()" not in origin
+
+    def _source_result(self, node, spec, what, args, kwargs, receiver: Val | None = None) -> Val:
+        step = self.m.step(node, f"{spec.note}: `{self.m.snippet(node, 40)}`")
+        fix = None
+        if spec.label == "unordered":
+            fix = Fix("wrap-sorted", 0, 0, 0, 0, spec.sortable, "sortable" if spec.sortable else "")
+        taint = Taint(spec.code, spec.label, (step,), fix=fix)
+        extra = merge(*(a.taints for a in args), *(v.taints for v in kwargs.values()), receiver.taints if receiver else ())
+        return Val(merge((taint,), extra), origin=f"{what}()", node=node)
+
+    def _serialize(self, node: ast.Call, serializer, args, kwargs) -> Val:
+        sort = kwargs.get(serializer.sort_kwarg)
+        if sort is None:
+            is_sorted = serializer.default_sorted
+        else:
+            is_sorted = bool(sort.const) if sort.const is not None or isinstance(sort.node, ast.Constant) else True
+        taints = merge(*(a.taints for a in args[:1]), *(v.taints for k, v in kwargs.items() if k in ("obj", "data")))
+        out = []
+        for t in taints:
+            if t.label != "unordered":
+                out.append(t)
+            elif not is_sorted:
+                step = self.m.step(node, f"serialized without {serializer.sort_kwarg}=True")
+                end_line = getattr(node, "end_lineno", node.lineno)
+                fix = Fix("add-sort-keys", node.lineno, self.m.column(node.lineno, node.col_offset), end_line,
+                          self.m.column(end_line, node.end_col_offset), True, f"add {serializer.sort_kwarg}=True",
+                          path=self.m.path, keyword=serializer.sort_kwarg)
+                if t.param >= 0:
+                    out.append(t._replace(dumped=True, steps=t.steps + (step,), fix=fix))
+                else:
+                    out.append(t._replace(code="PC502", steps=t.steps + (step,), fix=fix))
+        return Val(merge(out), node=node)
+
+    def _mutate(self, node: ast.Call, recv: Val, method: str, args: list[Val], kwargs) -> None:
+        new = merge(recv.taints, *(a.taints for a in args), *(v.taints for v in kwargs.values()), *self.loop_unordered)
+        if method in ("extend", "update") and args:
+            new = merge(new, tuple(self._consumed(t, node.args[0]) if t.label == "unordered" else t for t in args[0].taints))
+        items = recv.items
+        keys = recv.keys
+        if items is not None:
+            if method == "append" and args:
+                items = items + [args[0]]
+            elif method == "extend" and args and args[0].items is not None:
+                items = items + args[0].items
+            elif method == "insert" and len(args) == 2 and isinstance(args[0].const, int):
+                items = list(items)
+                items.insert(args[0].const, args[1])
+            else:
+                items = None
+        if keys is not None and method == "update" and args and args[0].keys is not None:
+            keys = {**keys, **args[0].keys}
+        self._update_container(node.func.value, Val(new, origin=recv.origin, items=items, keys=keys, node=recv.node, template=recv.template))
+
+    def _substitute(self, node: ast.Call, template_val: Val, args, kwargs, arg_taints) -> Val:
+        """``tmpl.format(date=now())``: report volatile substitutions at the template line."""
+        where = template_val.template
+        out = list(template_val.taints)
+        text_lines = self.m.project.template_lines(where.path) if self.m.project and where.path != self.m.path else None
+        named = list(kwargs.items())
+        for a in args:
+            named += list(a.keys.items()) if a.keys is not None else [(None, a)]
+        for name, val in named:
+            for t in val.taints:
+                report = t.report_at
+                if name is not None and t.param < 0:
+                    report = self._placeholder_step(where, name, text_lines) or report
+                step = self.m.step(node, f"substituted into template{f' as `{name}`' if name else ''}")
+                t = t._replace(steps=t.steps + (step,) + ((report,) if report and report is not t.report_at else ()), report_at=report)
+                if template_val.sink_layer is not None and name is not None and report is not None:
+                    self._report(t, node, template_val.sink_layer, "value")
+                else:
+                    out.append(t)
+        return Val(merge(out), node=node)
+
+    def _placeholder_step(self, where: TraceStep, name: str, text_lines: list[str] | None) -> TraceStep | None:
+        pattern = re.compile(r"\{\{?\s*%s\s*[}|!:.\[]|\$\{?%s\b" % (re.escape(name), re.escape(name)))
+        if text_lines is not None:
+            for i, line in enumerate(text_lines[where.line - 1:], where.line):
+                m = pattern.search(line)
+                if m:
+                    return TraceStep(where.path, i, m.start() + 1, f"placeholder `{{{name}}}` in template")
+            return None
+        # A string constant of this module: search its own text.
+        text = self.m.template_texts.get((where.line, where.column))
+        if text is None:
+            return None
+        m = pattern.search(text)
+        if not m:
+            return None
+        line = where.line + text.count("\n", 0, m.start())
+        # Columns inside a multi-line constant are relative to its own lines.
+        col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + (where.column + 1 if line == where.line else 1)
+        return TraceStep(self.m.path, line, col, f"placeholder `{{{name}}}` in template")
+
+    def _construct(self, node: ast.Call, info: ClassInfo, args, kwargs) -> Val:
+        found = self._class_info(info.qualname)
+        owner = found[0] if found else self.m
+        owner.prepare_class(info)
+        init = info.methods.get("__init__")
+        if init is not None:
+            self._apply_summary(node, init, Val(origin=f"@{info.qualname}()"), args, kwargs, bound=True)
+        else:  # dataclass / pydantic: fields by name
+            fields = [s.target.id for s in info.node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+            for name, val in [*zip(fields, args), *kwargs.items()]:
+                if val.taints:
+                    old = info.attrs.get(name)
+                    info.attrs[name] = join(old, val) if old is not None else val
+        return Val(origin=f"@{info.qualname}()", node=node)
+
+    def _apply_summary(self, node: ast.Call, ref: FunctionRef, func: Val, args: list[Val], kwargs: dict[str, Val],
+                       bound: bool | None = None) -> Val:
+        summary = ref.module.summary(ref)
+        if ref.module is not self.m:
+            self.m.deps.add(ref.module.path)
+            self.m.deps.update(ref.module.deps)
+        params = self._param_names(ref)
+        if bound is None:
+            bound = ref.cls is not None and isinstance(node.func, ast.Attribute) and params[:1] in (["self"], ["cls"])
+        actual: dict[int, Val] = {}
+        offset = 1 if bound else 0
+        for i, a in enumerate(args):
+            if i + offset < len(params):
+                actual[i + offset] = a
+        for name, v in kwargs.items():
+            if name in params:
+                actual[params.index(name)] = v
+        if bound and isinstance(node.func, ast.Attribute):
+            actual.setdefault(0, self.eval(node.func.value))
+        name = ref.qualname.rsplit(".", 1)[-1]
+        call_step = self.m.step(node, f"via {name}()")
+
+        def substitute(taints: tuple[Taint, ...]) -> tuple[Taint, ...]:
+            """Parameter taints of the summary replaced by the actual arguments' taints."""
+            out = []
+            for t in taints:
+                if t.param < 0:
+                    out.append(t)
+                    continue
+                arg = actual.get(t.param)
+                for at in (arg.taints if arg is not None else ()):
+                    if at.label != t.label:
+                        continue
+                    if t.dumped and at.param < 0 and at.label == "unordered":
+                        at = at._replace(code="PC502", fix=t.fix)
+                    elif t.dumped:
+                        at = at._replace(dumped=True, fix=t.fix)
+                    out.append(at._replace(steps=(at.steps + (call_step,) + t.steps)[-MAX_STEPS:]))
+            return merge(out)
+
+        def structure(val: Val | None, depth: int = 0) -> Val | None:
+            """A returned display (a message list, a block dict) keeps its shape at the call site."""
+            if val is None or depth > 4:
+                return val
+            # Positions inside another module cannot be reported here: point at the call instead.
+            here = val.node if val.node is not None and ref.module is self.m else node
+            return Val(substitute(val.taints), const=val.const, node=here, template=val.template,
+                       items=[structure(v, depth + 1) for v in val.items] if val.items is not None else None,
+                       keys={k: structure(v, depth + 1) for k, v in val.keys.items()} if val.keys is not None else None)
+
+        for ps in summary.param_sinks:
+            arg = actual.get(ps.param)
+            if arg is None:
+                continue
+            arg_node = arg.node if isinstance(arg.node, ast.expr) else node
+            passed = self.m.step(arg_node, f"passed to {name}()")
+            saved = self.sink_via
+            self.sink_via = ((passed,) + ps.steps[:-1], ps.steps[-1] if ps.steps else None, ps.dumped, ps.label)
+            try:
+                self.sink_value(arg, arg_node, ps.arg_kind, ps.layer)
+            finally:
+                self.sink_via = saved
+        ret = summary.ret
+        shaped = structure(ret)
+        return Val(shaped.taints, origin=ret.origin if ret.origin and ret.origin.startswith("@") else f"{ref.qualname}()",
+                   items=shaped.items, keys=shaped.keys, func=ret.func, node=node, template=ret.template)
+
+    @staticmethod
+    def _param_names(ref: FunctionRef) -> list[str]:
+        a = ref.node.args
+        names = [x.arg for x in [*a.posonlyargs, *a.args]]
+        if a.vararg:
+            names.append(a.vararg.arg)
+        names += [x.arg for x in a.kwonlyargs]
+        if a.kwarg:
+            names.append(a.kwarg.arg)
+        return names
+

@@ -1,0 +1,321 @@
+"""Expressions other than calls: names, attributes, constants and templates, displays, operators."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+
+from promptlint.lint.analysis.values import EMPTY, ClassInfo, FunctionRef, Taint, Val, join, merge
+from promptlint.lint.diagnostic import Fix, TraceStep
+
+_BUILTINS = frozenset(dir(builtins))
+_FILE_TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2", ".yaml", ".yml", ".txt", ".md", ".prompt", ".tmpl")
+_JINJA_VOLATILE = re.compile(
+    r"(\{\{|\{%)[^}]*?\b(now|utcnow|today|datetime|time\.time|timestamp|uuid\d?|random|randint|choice|shuffle|"
+    r"getpid|hostname|getcwd|environ|getenv)\b[^}]*?(\}\}|%\})"
+)
+_JINJA_CODES = {
+    "now": "PC101", "utcnow": "PC101", "today": "PC101", "datetime": "PC101", "time.time": "PC101",
+    "timestamp": "PC101", "uuid": "PC201", "uuid4": "PC201", "uuid1": "PC201", "random": "PC201",
+    "randint": "PC201", "choice": "PC201", "shuffle": "PC201", "getpid": "PC301", "hostname": "PC301",
+    "getcwd": "PC301", "environ": "PC302", "getenv": "PC302",
+}
+
+
+
+class Expressions:
+    """Expression evaluation of ``FunctionAnalysis``."""
+
+    # ------------------------------------------------------------- expressions
+    def eval(self, node: ast.AST | None) -> Val:
+        if node is None:
+            return EMPTY
+        method = getattr(self, "eval_" + type(node).__name__, None)
+        if method is None:
+            taints = merge(*(self.eval(c).taints for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)))
+            return Val(taints, node=node)
+        val = method(node)
+        if val.node is None:
+            val.node = node
+        return val
+
+    def eval_Constant(self, node: ast.Constant) -> Val:
+        val = Val(const=node.value, node=node)
+        if isinstance(node.value, str) and node.value:
+            taints = []
+            if len(node.value) < 300:
+                for spec in self.m.catalog.source_strings.match(node.value.rsplit("/", 1)[-1]):
+                    taints.append(Taint(spec.code, spec.label, (self.m.step(node, f"{spec.note}: reads `{node.value}`"),)))
+            if "{{" in node.value or "{%" in node.value:
+                taints += self._jinja_taints(node.value, node.lineno, self.m.path, node)
+            if node.value.endswith(_FILE_TEMPLATE_SUFFIXES) and "\n" not in node.value and self.m.project is not None:
+                taints += self._template_file_taints(node, node.value)
+                val.template = self.m.project.template_step(self.m, node.value)
+            if "{" in node.value and val.template is None:
+                val.template = self.m.step(node, "template")
+                self.m.template_texts[(val.template.line, val.template.column)] = node.value
+            val.taints = merge(taints)
+        return val
+
+    def _jinja_taints(self, text: str, first_line: int, path: str, node: ast.AST | None) -> list[Taint]:
+        taints = []
+        for match in _JINJA_VOLATILE.finditer(text):
+            code = _JINJA_CODES.get(match.group(2), "PC101")
+            line = first_line + text.count("\n", 0, match.start())
+            col = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
+            step = TraceStep(path, line, col, f"template expression `{match.group(0)}`")
+            taints.append(Taint(code, "volatile", (step,), report_at=step))
+        return taints
+
+    def _template_file_taints(self, node: ast.Constant, name: str) -> list[Taint]:
+        found = self.m.project.template_text(self.m, name)
+        if found is None:
+            return []
+        path, text = found
+        return self._jinja_taints(text, 1, path, None)
+
+    def eval_JoinedStr(self, node: ast.JoinedStr) -> Val:
+        taints = []
+        for part in node.values:
+            if isinstance(part, ast.FormattedValue):
+                taints.append(self.eval(part.value).taints)
+                if part.format_spec is not None:
+                    taints.append(self.eval(part.format_spec).taints)
+        return Val(merge(*taints), node=node)
+
+    def eval_Name(self, node: ast.Name) -> Val:
+        name = node.id
+        if name in self.env:
+            return self.env[name]
+        if name in self.m.globals:
+            return self.m.globals[name]
+        if name in self.m.imports:
+            qual = self.m.imports[name]
+            return self._qualified(qual, node)
+        if name in self.m.functions:
+            ref = self.m.functions[name]
+            return Val(origin=ref.qualname, func=ref, node=node)
+        if name in self.m.classes:
+            return Val(origin="@" + self.m.classes[name].qualname, node=node)
+        if name in _BUILTINS:
+            return Val(origin="builtins." + name, node=node)
+        return Val(node=node)
+
+    def _qualified(self, qual: str, node: ast.AST) -> Val:
+        taints = ()
+        specs = self.m.catalog.source_attrs.match(qual)
+        if specs:
+            spec = specs[0]
+            taints = (Taint(spec.code, spec.label, (self.m.step(node, f"{spec.note}: `{qual}`"),)),)
+        return Val(taints, origin=qual, node=node)
+
+    def eval_Attribute(self, node: ast.Attribute) -> Val:
+        local = self._dotted_local(node)
+        if local is not None and local in self.env:
+            return self.env[local]
+        base = self.eval(node.value)
+        origin = f"{base.origin}.{node.attr}" if base.origin else None
+        if base.origin and base.origin.startswith("@"):
+            found = self._instance_attr(base.origin, node.attr, node)
+            if found is not None:
+                return found
+        if origin is not None and not origin.startswith("@") and "()" not in origin:
+            specs = self.m.catalog.source_attrs.match(origin)
+            if specs:
+                return self._qualified(origin, node)
+        if base.keys is not None and node.attr in base.keys:
+            return base.keys[node.attr]
+        if origin is None:
+            origin = f"?.{node.attr}" if not isinstance(node.value, ast.Attribute) or base.origin is None else None
+            if origin is None and base.origin is None:
+                inner = self._tail(node.value)
+                origin = f"?.{inner}.{node.attr}" if inner else f"?.{node.attr}"
+        return Val(base.taints, origin=origin, node=node, template=base.template)
+
+    def _tail(self, node: ast.AST) -> str | None:
+        """Dotted attribute chain of an unknown receiver: ``self.client.messages`` -> ``client.messages``."""
+        if isinstance(node, ast.Attribute):
+            inner = self._tail(node.value)
+            return f"{inner}.{node.attr}" if inner else node.attr
+        return None
+
+    def _instance_attr(self, origin: str, attr: str, node: ast.AST) -> Val | None:
+        """``obj.attr`` where ``obj`` is an instance (``@mod.Cls()``) or class of a known class."""
+        qual = origin[1:]
+        instance = qual.endswith("()")
+        qual = qual[:-2] if instance else qual
+        info = self._class_info(qual)
+        if info is None:
+            return None
+        owner, info = info
+        owner.prepare_class(info)
+        if attr in info.methods:
+            ref = info.methods[attr]
+            decorators = {owner._dotted(d) for d in ref.node.decorator_list}
+            if "property" in decorators or "functools.cached_property" in decorators:
+                summary = owner.summary(ref)
+                return summary.ret.with_taints(tuple(t for t in summary.ret.taints if t.param < 0))
+            return Val(origin=ref.qualname, func=ref, node=node)
+        if attr in info.attrs:
+            return info.attrs[attr]
+        return None
+
+    def _class_info(self, qual: str) -> tuple[ModuleAnalysis, ClassInfo] | None:
+        found = self.m.resolve_function(qual)
+        if isinstance(found, ClassInfo):
+            return found.module or self.m, found
+        return None
+
+    def eval_Subscript(self, node: ast.Subscript) -> Val:
+        base = self.eval(node.value)
+        key = self.eval(node.slice)
+        if base.keys is not None and isinstance(key.const, str) and key.const in base.keys:
+            return base.keys[key.const]
+        if base.items is not None and isinstance(key.const, int) and -len(base.items) <= key.const < len(base.items):
+            return base.items[key.const]
+        taints = base.taints
+        if isinstance(node.slice, ast.Slice):
+            items = base.items
+            return Val(taints, items=items, node=node, template=base.template)
+        return Val(merge(taints, tuple(t for t in key.taints if t.label == "volatile")), node=node,
+                   origin=f"{base.origin}[]" if base.origin else None, template=self._template_entry(base.template, key.const))
+
+    def _template_entry(self, where: TraceStep | None, key) -> TraceStep | None:
+        """``config["system_prompt"]`` of a YAML/JSON template file: narrow to that key's line."""
+        if where is None or not isinstance(key, str) or where.path == self.m.path or self.m.project is None:
+            return where
+        lines = self.m.project.template_lines(where.path) or []
+        pattern = re.compile(r"^\s*[\"']?%s[\"']?\s*:" % re.escape(key))
+        for i, line in enumerate(lines[where.line - 1:], where.line):
+            if pattern.match(line):
+                return TraceStep(where.path, i, 1, f"`{key}` in {where.path}")
+        return where
+
+    def eval_BinOp(self, node: ast.BinOp) -> Val:
+        left, right = self.eval(node.left), self.eval(node.right)
+        items = None
+        if isinstance(node.op, ast.Add) and left.items is not None:
+            items = left.items + (right.items or [])
+        # `"..." % x` keeps the template; `PROMPTS_DIR / "agent.yaml"` and `+` keep a file's.
+        template = left.template if isinstance(node.op, ast.Mod) else (
+            (left.template or right.template) if isinstance(node.op, (ast.Div, ast.Add)) else None)
+        return Val(merge(left.taints, right.taints), items=items, node=node, template=template)
+
+    def eval_BoolOp(self, node: ast.BoolOp) -> Val:
+        vals = [self.eval(v) for v in node.values]
+        out = vals[0]
+        for v in vals[1:]:
+            out = join(out, v)
+        return Val(out.taints, origin=out.origin, items=out.items, keys=out.keys, func=out.func, node=node)
+
+    def eval_IfExp(self, node: ast.IfExp) -> Val:
+        self.eval(node.test)
+        return join(self.eval(node.body), self.eval(node.orelse))
+
+    def eval_Compare(self, node: ast.Compare) -> Val:
+        vals = [self.eval(node.left), *(self.eval(c) for c in node.comparators)]
+        return Val(merge(*(tuple(t for t in v.taints if t.label == "volatile") for v in vals)), node=node)
+
+    def eval_UnaryOp(self, node: ast.UnaryOp) -> Val:
+        return Val(self.eval(node.operand).taints, node=node)
+
+    def eval_NamedExpr(self, node: ast.NamedExpr) -> Val:
+        val = self.eval(node.value)
+        self.assign(node.target, val, node)
+        return val
+
+    def eval_Await(self, node: ast.Await) -> Val:
+        return self.eval(node.value)
+
+    def eval_Starred(self, node: ast.Starred) -> Val:
+        return self.eval(node.value)
+
+    def eval_Lambda(self, node: ast.Lambda) -> Val:
+        ref = FunctionRef(self.m, node, f"{self.ref.qualname if self.ref else self.m.module_name}.<lambda>", None)
+        return Val(origin=ref.qualname, func=ref, node=node)
+
+    def eval_List(self, node) -> Val:
+        items = [self.eval(e) for e in node.elts]
+        return Val(merge(*(v.taints for v in items)), items=items, node=node)
+
+    eval_Tuple = eval_List
+
+    def eval_Set(self, node: ast.Set) -> Val:
+        items = [self.eval(e) for e in node.elts]
+        strings = all(isinstance(v.const, str) for v in items)
+        source = self._set_source(node, "set display", sortable=strings)
+        return Val(merge(*(v.taints for v in items), (source,)) if len(items) > 1 else merge(*(v.taints for v in items)), node=node)
+
+    def _set_source(self, node: ast.AST, what: str, sortable: bool) -> Taint:
+        step = self.m.step(node, f"set iteration order: {what} `{self.m.snippet(node, 40)}`")
+        return Taint("PC501", "unordered", (step,), fix=None if not sortable else Fix("wrap-sorted", 0, 0, 0, 0, True, "sortable"))
+
+    def eval_Dict(self, node: ast.Dict) -> Val:
+        keys: dict[str, Val] = {}
+        taints = []
+        for k, v in zip(node.keys, node.values):
+            val = self.eval(v)
+            taints.append(val.taints)
+            if k is None:  # {**other}
+                if val.keys is not None:
+                    keys.update(val.keys)
+                continue
+            kv = self.eval(k)
+            taints.append(kv.taints)
+            if isinstance(kv.const, str):
+                keys[kv.const] = val
+        return Val(merge(*taints), keys=keys, node=node)
+
+    def _comprehension(self, node, elements: list[ast.AST], unordered_result: bool) -> Val:
+        saved = dict(self.env)
+        carried = []
+        for gen in node.generators:
+            it = self.eval(gen.iter)
+            unordered = tuple(self._consumed(t, gen.iter) for t in it.taints if t.label == "unordered")
+            if unordered_result:
+                carried.append(unordered)
+            self.assign(gen.target, Val(tuple(t for t in it.taints if t.label != "unordered")), gen)
+            for cond in gen.ifs:
+                self.eval(cond)
+        vals = [self.eval(e) for e in elements]
+        self.env = saved
+        return Val(merge(*(v.taints for v in vals), *carried), node=node)
+
+    def eval_ListComp(self, node: ast.ListComp) -> Val:
+        return self._comprehension(node, [node.elt], True)
+
+    eval_GeneratorExp = eval_ListComp
+
+    def eval_DictComp(self, node: ast.DictComp) -> Val:
+        return self._comprehension(node, [node.key, node.value], True)
+
+    def eval_SetComp(self, node: ast.SetComp) -> Val:
+        val = self._comprehension(node, [node.elt], False)
+        return Val(merge(val.taints, (self._set_source(node, "set comprehension", sortable=False),)), node=node)
+
+    def eval_field_default(self, node: ast.AST) -> Val:
+        """A class-body default: ``field(default_factory=f)`` / ``Field(default_factory=f)`` calls ``f``."""
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.arg == "default_factory":
+                    return self.call_reference(kw.value, node)
+        return self.eval(node)
+
+    def call_reference(self, func_node: ast.AST, at: ast.AST) -> Val:
+        """The value of calling the callable ``func_node`` with no arguments."""
+        fake = ast.Call(func=func_node, args=[], keywords=[])
+        ast.copy_location(fake, func_node)
+        fake.end_lineno, fake.end_col_offset = getattr(func_node, "end_lineno", None), getattr(func_node, "end_col_offset", None)
+        return self.eval_Call(fake)
+
+    def _consumed(self, taint: Taint, node: ast.AST) -> Taint:
+        """Record where an unordered value is consumed in order: the place to wrap in sorted()."""
+        if taint.fix is not None and taint.fix.line == 0:
+            end_line = getattr(node, "end_lineno", node.lineno)
+            fix = Fix("wrap-sorted", node.lineno, self.m.column(node.lineno, node.col_offset), end_line,
+                      self.m.column(end_line, node.end_col_offset), taint.fix.safe,
+                      f"wrap `{self.m.snippet(node, 30)}` in sorted()", path=self.m.path)
+            return taint._replace(fix=fix)
+        return taint
+

@@ -1,0 +1,314 @@
+"""The analysis of one module: names, the driver that decides which functions to analyse,
+summaries (memoised per function), classes, diagnostics and cross-module resolution."""
+
+from __future__ import annotations
+
+import ast
+
+from promptlint.lint.analysis.function import FunctionAnalysis
+from promptlint.lint.analysis.values import (
+    _DEPTH, MAX_SUMMARY_DEPTH, ClassInfo, FunctionRef, Summary, Taint, Val, _opaque,
+)
+from promptlint.lint.catalog import Catalog
+from promptlint.lint.diagnostic import Diagnostic, TraceStep
+
+
+class ModuleAnalysis:
+    """Analyse one module: its module-level code and every function, lazily summarised."""
+
+    def __init__(self, path: str, text: str, tree: ast.Module, catalog: Catalog, project: "Project | None",
+                 module_name: str = "", report: bool = True):
+        self.path = path
+        self.text = text
+        self.lines = text.splitlines()
+        self.tree = tree
+        self.catalog = catalog
+        self.project = project
+        self.module_name = module_name
+        self.report = report
+        self.diagnostics: list[Diagnostic] = []
+        self.imports: dict[str, str] = {}  # local name -> qualified name
+        self.functions: dict[str, FunctionRef] = {}
+        self.classes: dict[str, ClassInfo] = {}
+        self.globals: dict[str, Val] = {}
+        self.summaries: dict[int, Summary] = {}
+        self.in_progress: set[int] = set()
+        self.deps: set[str] = set()  # other files consulted (paths)
+        self.failed_deps: set[str] = set()  # helper modules called into that do not parse
+        self.imported_roots: set[str] = set()
+        self._emitted: set[tuple] = set()
+        self._globals_ready = False
+        self.template_texts: dict[tuple[int, int], str] = {}  # string constants used as templates
+        self._collect_names()
+
+    # ------------------------------------------------------------------ names
+    def _collect_names(self) -> None:
+        # Imports are statements: walk statement bodies only, never expressions (much cheaper).
+        stack = list(self.tree.body)
+        while stack:
+            node = stack.pop()
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+                    children = getattr(node, name, None)
+                    if children:
+                        stack.extend(children)
+                continue
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self.imports[alias.asname] = alias.name
+                    else:
+                        root = alias.name.split(".")[0]
+                        self.imports[root] = root
+                    self.imported_roots.add(alias.name)
+            elif isinstance(node, ast.ImportFrom):
+                base = self._resolve_relative(node.module or "", node.level)
+                for alias in node.names:
+                    if alias.name == "*":
+                        continue
+                    self.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+                if base:
+                    self.imported_roots.add(base)
+        for node in self.tree.body:
+            self._declare(node, self.module_name)
+
+    def _declare(self, node: ast.stmt, prefix: str) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.functions[node.name] = FunctionRef(self, node, f"{prefix}.{node.name}" if prefix else node.name)
+        elif isinstance(node, ast.ClassDef):
+            qual = f"{prefix}.{node.name}" if prefix else node.name
+            info = ClassInfo(node.name, qual, node, bases=[self._dotted(b) or "" for b in node.bases], module=self)
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    info.methods[item.name] = FunctionRef(self, item, f"{qual}.{item.name}", info)
+            self.classes[node.name] = info
+        elif isinstance(node, (ast.If, ast.Try)):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.stmt):
+                    self._declare(child, prefix)
+
+    def _resolve_relative(self, module: str, level: int) -> str:
+        if not level:
+            return module
+        parts = self.module_name.split(".") if self.module_name else []
+        is_package = self.path.endswith("__init__.py")
+        base = parts if is_package else parts[:-1]
+        if level > 1:
+            base = base[: len(base) - (level - 1)]
+        return ".".join([*base, module] if module else base)
+
+    def _dotted(self, node: ast.AST) -> str | None:
+        if isinstance(node, ast.Name):
+            return self.imports.get(node.id, node.id)
+        if isinstance(node, ast.Attribute):
+            inner = self._dotted(node.value)
+            return f"{inner}.{node.attr}" if inner else None
+        return None
+
+    def imports_library(self, names: tuple[str, ...]) -> bool:
+        return any(imp == n or imp.startswith(n + ".") for n in names for imp in self.imported_roots)
+
+    # --------------------------------------------------------------- positions
+    def step(self, node: ast.AST, note: str) -> TraceStep:
+        line = getattr(node, "lineno", 1)
+        return TraceStep(self.path, line, self.column(line, getattr(node, "col_offset", 0)), note)
+
+    def column(self, line: int, byte_col: int) -> int:
+        """1-based character column from ast's UTF-8 byte offset."""
+        if 0 < line <= len(self.lines):
+            text = self.lines[line - 1]
+            if not text.isascii():
+                return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace")) + 1
+        return byte_col + 1
+
+    def snippet(self, node: ast.AST, limit: int = 48) -> str:
+        """The source text of a node, on one line, shortened (for messages and traces)."""
+        line, end_line = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if line is None or end_line is None or line > len(self.lines):
+            return ""
+        if end_line - line > 3:
+            end_line = line  # only the head of a long expression is worth showing
+            chunk = self.lines[line - 1].encode("utf-8")[node.col_offset:]
+        else:
+            chunk = "\n".join(self.lines[line - 1:end_line]).encode("utf-8")
+            end = len(chunk) - len(self.lines[end_line - 1].encode("utf-8")) + (node.end_col_offset or 0)
+            chunk = chunk[node.col_offset:end]
+        text = " ".join(chunk.decode("utf-8", "replace").split())
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+    # ------------------------------------------------------------------ driver
+    def run_body(self) -> None:
+        """Evaluate module-level code once: the values of the module's globals."""
+        if self._globals_ready:
+            return
+        self._globals_ready = True
+        body = FunctionAnalysis(self, None, None)
+        body.env = self.globals  # functions summarised during the body see globals so far
+        body.run_block(self.tree.body)
+
+    def run(self, extra_names: frozenset[str] = frozenset()) -> None:
+        """Analyse module-level code and every function that can hold a sink.
+
+        A function can report only if its text names a sink token, or calls a function
+        whose parameters reach a sink (``extra_names`` from other modules, and local ones
+        found here, to a fixpoint). Other functions are summarised only when called.
+        """
+        self.run_body()
+        refs = list(self.functions.values())
+        for info in self.classes.values():
+            refs += info.methods.values()
+        todo = [r for r in refs if self.catalog.prefilter.search(self._segment(r.node))]
+        # Globals holding a stable template (`prompt = ChatPromptTemplate.from_messages(...)`):
+        # a function that fills one writes a stable layer without naming any sink token.
+        names = set(extra_names) | {n for n, v in self.globals.items() if v.sink_layer}
+        if names:
+            todo += [r for r in refs if r not in todo and self._mentions(r.node, names)]
+        while todo:
+            for ref in todo:
+                if ref.cls is not None:
+                    self.prepare_class(ref.cls)
+                self.summary(ref)
+            new = {r.node.name for r in refs if self.summaries.get(id(r.node)) and self.summaries[id(r.node)].param_sinks} - names
+            names |= new
+            todo = [r for r in refs if id(r.node) not in self.summaries and new and self._mentions(r.node, new)]
+
+    def _segment(self, node: ast.AST) -> str:
+        start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        return "\n".join(self.lines[start - 1: node.end_lineno])
+
+    def _mentions(self, node: ast.AST, names: set[str]) -> bool:
+        text = self._segment(node)
+        return any(name in text for name in names)
+
+    def param_sink_functions(self) -> list[str]:
+        """Names of this module's functions that carry a parameter into a sink."""
+        out = []
+        for ref in [*self.functions.values(), *(m for c in self.classes.values() for m in c.methods.values())]:
+            summary = self.summaries.get(id(ref.node))
+            if summary is not None and summary.param_sinks:
+                out.append(ref.node.name)
+                if ref.cls is not None:  # `Builder(text)` names the class, not `__init__`
+                    out.append(ref.cls.name)
+        return sorted(set(out))
+
+    def summary(self, ref: FunctionRef) -> Summary:
+        key = id(ref.node)
+        done = self.summaries.get(key)
+        if done is not None:
+            return done
+        if key in self.in_progress:
+            return Summary()  # recursion: assume nothing (a sound fixpoint is not worth it here)
+        depth = _DEPTH[0]
+        if depth >= MAX_SUMMARY_DEPTH:
+            return _opaque(ref)  # too deep: the call passes its arguments through, not memoised
+        self.in_progress.add(key)
+        _DEPTH[0] = depth + 1
+        try:
+            fa = FunctionAnalysis(self, ref, ref.cls)
+            result = fa.run_function()
+        finally:
+            _DEPTH[0] = depth
+            self.in_progress.discard(key)
+        self.summaries[key] = result
+        return result
+
+    def prepare_class(self, info: ClassInfo) -> None:
+        """Fill class attributes: class body fields, then ``__init__``-like methods first."""
+        if info.ready:
+            return
+        info.ready = True
+        fa = FunctionAnalysis(self, None, info)
+        for stmt in info.node.body:
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                val = fa.eval_field_default(stmt.value)
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        info.attrs[t.id] = val.with_taints(tuple(
+                            x.then(self.step(stmt, f"class attribute {info.name}.{t.id}")) for x in val.taints))
+        for name in ("__init__", "__post_init__", "setup", "model_post_init"):
+            if name in info.methods:
+                self.summary(info.methods[name])
+
+    # ------------------------------------------------------------ diagnostics
+    def emit(self, taint: Taint, sink_node: ast.AST, layer: str, code: str | None = None,
+             sink_step: TraceStep | None = None) -> None:
+        if not self.report or taint.param >= 0:
+            return
+        code = code or taint.code
+        docs = self.catalog_docs()
+        doc = docs.get(code)
+        if doc is None:
+            return
+        sink_step = sink_step or self.step(sink_node, f"reaches {layer}")
+        steps = taint.steps + (sink_step,)
+        where = taint.report_at or sink_step
+        if taint.report_at is not None:
+            line, col, end_line, end_col = where.line, where.column, where.line, where.column + 1
+            path = where.path
+        else:
+            path = self.path
+            line = sink_node.lineno
+            col = self.column(line, sink_node.col_offset)
+            end_line = getattr(sink_node, "end_lineno", line) or line
+            end_col = self.column(end_line, getattr(sink_node, "end_col_offset", sink_node.col_offset) or 0)
+        first = taint.steps[0] if taint.steps else None
+        source_note = first.note if first else "a volatile value"
+        message = doc.summary.format(sink=layer, detail=source_note.split(": ", 1)[-1])
+        if code != "PC604" and first is not None:
+            what = source_note.split(": ", 1)[-1]
+            where = f"line {first.line}" if first.path == path else f"{first.path}:{first.line}"
+            message = f"{message}: {what} ({where})"
+        key = (path, line, col, code, taint.key())
+        if key in self._emitted:
+            return
+        self._emitted.add(key)
+        fix = taint.fix if code in ("PC501", "PC502") else None
+        self.diagnostics.append(Diagnostic(
+            path=path, line=line, column=col, end_line=end_line, end_column=end_col, code=code,
+            name=doc.name, message=message, severity=doc.severity, trace=steps, fix=fix,
+        ))
+
+    def emit_check(self, code: str, node: ast.AST, detail: str) -> None:
+        if not self.report:
+            return
+        doc = self.catalog_docs().get(code)
+        if doc is None:
+            return
+        key = (self.path, node.lineno, node.col_offset, code)
+        if key in self._emitted:
+            return
+        self._emitted.add(key)
+        end_line = getattr(node, "end_lineno", node.lineno) or node.lineno
+        self.diagnostics.append(Diagnostic(
+            path=self.path, line=node.lineno, column=self.column(node.lineno, node.col_offset), end_line=end_line,
+            end_column=self.column(end_line, getattr(node, "end_col_offset", 0) or 0), code=code, name=doc.name,
+            message=doc.summary.format(detail=detail, sink=""), severity=doc.severity,
+            trace=(self.step(node, detail),),
+        ))
+
+    @staticmethod
+    def catalog_docs():
+        from promptlint.lint.catalog import load_rule_docs
+
+        return load_rule_docs()
+
+    # ----------------------------------------------------------- resolution
+    def resolve_function(self, qualname: str) -> FunctionRef | ClassInfo | None:
+        """A function or class named by a qualified name: local, or in a project module."""
+        if self.module_name and qualname.startswith(self.module_name + "."):
+            rest = qualname[len(self.module_name) + 1:]
+            return self.local_callable(rest)
+        if self.project is None:
+            return None
+        return self.project.resolve(qualname, self)
+
+    def local_callable(self, dotted: str) -> FunctionRef | ClassInfo | None:
+        head, _, tail = dotted.partition(".")
+        if not tail:
+            return self.functions.get(head) or self.classes.get(head)
+        info = self.classes.get(head)
+        if info is not None and "." not in tail:
+            return info.methods.get(tail)
+        return None
+

@@ -1,0 +1,238 @@
+"""Sinks: where a value enters a stable layer, how each argument kind is read, and reports."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from promptlint.lint.analysis.values import MAX_STEPS, ParamSink, Taint, Val, _const_str
+from promptlint.lint.catalog import ArgSpec, Condition, SinkSpec
+
+
+class Sinks:
+    """Sink checks of ``FunctionAnalysis``."""
+
+    # ------------------------------------------------------------------ sinks
+    def check_sinks(self, node: ast.Call, origin: str, args: list[Val], kwargs: dict[str, Val]) -> None:
+        catalog = self.m.catalog
+        specs = catalog.sink_calls.match(origin) if not origin.startswith("?") else []
+        if not specs and "." in origin:
+            tail = origin.lstrip("?.")
+            specs = [s for shape, s in catalog.sink_shapes
+                     if (tail == shape or tail.endswith("." + shape)) and self.m.imports_library(s.imports)
+                     and (origin.startswith("?") or "()" in origin or origin.startswith("@"))]
+        for spec in specs:
+            if spec.when and not all(self._condition(c, kwargs) for c in spec.when):
+                continue
+            self._check_sink_args(node, spec, args, kwargs)
+        checks = catalog.check_calls.match(origin)
+        tail = origin.rsplit(".", 1)[-1]
+        checks += [c for shape, c in catalog.check_shapes if shape == tail and self.m.imports_library(c.imports)]
+        for check in checks:
+            if all(self._condition(c, kwargs) for c in check.when):
+                # Point at the offending keyword when the check is about one (inject_date=...).
+                at = next((k.value for c in check.when if c.op != "missing" for k in node.keywords if k.arg == c.keyword), node)
+                self.m.emit_check(check.code, at, check.detail or origin)
+        if specs and specs[0].id == "anthropic-messages":
+            self._count_breakpoints(node, kwargs)
+
+    def _condition(self, cond: Condition, kwargs: dict[str, Val]) -> bool:
+        val = kwargs.get(cond.keyword)
+        if cond.op == "missing":
+            return val is None
+        if val is None:
+            return False
+        const = val.const
+        if const is None and isinstance(val.node, ast.Attribute):
+            const = self.m.snippet(val.node).split(".", 1)[-1] if "." in self.m.snippet(val.node) else None
+            const = self.m.snippet(val.node) if const is None else const
+        if cond.op == "is":
+            return const == cond.value
+        if cond.op == "regex":
+            return isinstance(const, str) and re.search(cond.value, const) is not None
+        if cond.op == "in":
+            snippet = self.m.snippet(val.node) if val.node is not None else None
+            return const in cond.value or snippet in cond.value
+        if cond.op == "dict_has":
+            return val.keys is not None and all(_const_str(val.keys.get(k)) == v for k, v in cond.value)
+        if cond.op == "dict_lacks":
+            if val.keys is None:
+                return False
+            entry = val.keys.get(cond.value)
+            return entry is None or entry.const is not True
+        return False
+
+    def _arg(self, spec: ArgSpec, node: ast.Call, args: list[Val], kwargs: dict[str, Val]) -> tuple[Val, ast.AST] | None:
+        if spec.keyword and spec.keyword in kwargs:
+            val = kwargs[spec.keyword]
+            kw_node = next((k.value for k in node.keywords if k.arg == spec.keyword), node)
+            return val, kw_node
+        if spec.position is not None and spec.position < len(node.args):
+            arg_node = node.args[spec.position]
+            if isinstance(arg_node, ast.Starred):
+                return None
+            return args[spec.position], arg_node
+        return None
+
+    def _check_sink_args(self, node: ast.Call, spec: SinkSpec, args, kwargs) -> None:
+        for arg in spec.args:
+            found = self._arg(arg, node, args, kwargs)
+            if found is None:
+                continue
+            val, arg_node = found
+            self.sink_value(val, arg_node, arg.kind, arg.layer, arg.keys)
+
+    def sink_value(self, val: Val, node: ast.AST, kind: str, layer: str, keys: tuple[str, ...] = ()) -> None:
+        """Report the taints of ``val`` that reach a stable layer, per how the arg is read."""
+        params = tuple(t for t in val.taints if t.param >= 0)
+        if params:
+            for t in params:
+                self._report(t, node, layer, kind)
+            val = val.with_taints(tuple(t for t in val.taints if t.param < 0))
+        if kind == "value":
+            self._report_val(val, node, layer, kind)
+        elif kind == "cache-key":
+            self._report_val(val, node, layer, kind)
+        elif kind == "anthropic-system":
+            if val.items is None:
+                self._report_val(val, node, layer, "value")
+                return
+            marked = [i for i, b in enumerate(val.items) if b.keys is not None and "cache_control" in b.keys]
+            last = marked[-1] if marked else len(val.items) - 1
+            for block in val.items[: last + 1]:
+                self._report_val(block, block.node or node, layer, "value")
+        elif kind == "anthropic-messages":
+            if val.items is None:
+                return
+            messages = val.items
+            if any(m.keys is None for m in messages):
+                # Replayed history (`[*history, turn]`): the latest turn is volatile by design and
+                # is read back verbatim next turn, so a rolling breakpoint on it is correct.
+                messages = messages[:-1]
+            blocks = []
+            for msg in messages:
+                content = msg.keys.get("content") if msg.keys is not None else None
+                if content is None:
+                    blocks.append((msg, False))
+                elif content.items is not None:
+                    blocks += [(b, b.keys is not None and "cache_control" in b.keys) for b in content.items]
+                else:
+                    blocks.append((content, msg.keys is not None and "cache_control" in msg.keys))
+            marked = [i for i, (_, has) in enumerate(blocks) if has]
+            if marked:
+                for block, _ in blocks[: marked[-1] + 1]:
+                    self._report_val(block, block.node or node, layer, "value")
+        elif kind == "chat-messages":
+            if val.items is None:
+                return
+            # Only the leading run of system/developer messages is the stable prefix; a system
+            # message appended later sits after the history and is volatile by position.
+            for msg in val.items:
+                role = _const_str(msg.keys.get("role")) if msg.keys is not None else None
+                if role not in ("system", "developer"):
+                    break
+                content = msg.keys.get("content")
+                if content is not None:
+                    self._report_val(content, content.node or node, layer, "value")
+        elif kind == "role-tuples":
+            if val.items is None:
+                return
+            for item in val.items:
+                if item.items is not None and len(item.items) == 2 and _const_str(item.items[0]) == "system":
+                    self._report_val(item.items[1], item.items[1].node or node, layer, "value")
+                    if item.items[1].template is not None:
+                        self.stable_template = (item.items[1].template, layer)
+        elif kind == "dict-keys":
+            if val.keys is None:
+                if val.origin and val.origin.endswith("()"):
+                    return  # a config object: its constructor is a sink of its own
+                return
+            for key in keys:
+                if key in val.keys:
+                    sub = val.keys[key]
+                    self._report_val(sub, sub.node or node, "prompt_cache_key" if key == "prompt_cache_key" else layer,
+                                     "cache-key" if key == "prompt_cache_key" else "value")
+        elif kind == "callable":
+            if val.func is not None:
+                ref = val.func
+                summary = ref.module.summary(ref)
+                if ref.module is not self.m:
+                    self.m.deps.add(ref.module.path)
+                name = ref.qualname.rsplit(".", 1)[-1]
+                step = self.m.step(node, f"{name}() is evaluated per request")
+                ret = summary.ret.with_taints(tuple(t.then(step) for t in summary.ret.taints if t.param < 0))
+                self._report_val(ret, node, layer, "value")
+            else:
+                self._report_val(val, node, layer, "value")
+
+    def _report_val(self, val: Val, node: ast.AST, layer: str, kind: str) -> None:
+        for t in val.taints:
+            self._report(t, node, layer, kind)
+
+    def _report(self, taint: Taint, node: ast.AST, layer: str, kind: str) -> None:
+        """One taint reaches a sink: a diagnostic, or (a parameter) a sink of this function's summary."""
+        if kind == "cache-key" and taint.label != "volatile":
+            return
+        sink_step = None
+        if self.sink_via is not None:  # the sink is inside a called function
+            middle, sink_step, dumped, label = self.sink_via
+            if taint.label != label:
+                return
+            if dumped and taint.label == "unordered":
+                taint = taint._replace(dumped=True) if taint.param >= 0 else taint._replace(code="PC502")
+            taint = taint._replace(steps=(taint.steps + middle)[-MAX_STEPS:])
+        if taint.param >= 0:
+            # A sink inside a role dispatch (`if role == "system": SystemMessage(content)`) is
+            # reached only for that role; generic converters would otherwise make every
+            # caller's user message a "system prompt". Concrete taints there are still reported.
+            if self.ref is not None and not self.role_branch:
+                steps = taint.steps + (sink_step or self.m.step(node, f"reaches {layer}"),)
+                self.param_sinks.append(ParamSink(taint.param, taint.label, taint.dumped, steps, layer, kind))
+            return
+        self.m.emit(taint, node, layer, "PC604" if kind == "cache-key" else None, sink_step)
+
+    def _count_breakpoints(self, node: ast.Call, kwargs: dict[str, Val]) -> None:
+        count = 1 if "cache_control" in kwargs else 0
+
+        def walk(v: Val | None, depth: int = 0) -> int:
+            if v is None or depth > 6:
+                return 0
+            n = 1 if v.keys is not None and "cache_control" in v.keys else 0
+            for child in (v.items or []):
+                n += walk(child, depth + 1)
+            for k, child in (v.keys or {}).items():
+                if k != "cache_control":
+                    n += walk(child, depth + 1)
+            return n
+
+        for key in ("system", "tools", "messages"):
+            count += walk(kwargs.get(key))
+        if count > 4:
+            self.m.emit_check("PC606", node, str(count))  # detail is the count
+
+    # ------------------------------------------------------------- decorators
+    def check_decorators(self, node) -> None:
+        """Functions whose return value is a stable layer (``@agent.instructions``)."""
+        if not node.decorator_list or not self.return_nodes:
+            return
+        catalog = self.m.catalog
+        for dec in node.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            origin = self.eval(target).origin
+            if not origin:
+                continue
+            specs = catalog.decorator_calls.match(origin)
+            if not specs:
+                tail = origin.rsplit(".", 1)[-1]
+                specs = [d for shape, d in catalog.decorator_shapes if shape == tail and "." in origin and self.m.imports_library(d.imports)]
+            for spec in specs:
+                for ret_node in self.return_nodes:
+                    self._report_val(self.ret_for(ret_node), ret_node, spec.layer, "value")
+                return
+
+    def ret_for(self, ret_node: ast.AST) -> Val:
+        """The taints of one return expression (re-evaluated in the final environment)."""
+        val = self.eval(ret_node)
+        if val.taints:
+            return val
+        return Val(tuple(t for t in (self.ret.taints if self.ret else ()) if t.steps and t.steps[-1].line == ret_node.lineno))

@@ -1,0 +1,249 @@
+"""Statements: assignments (names, tuples, attributes, subscripts), control flow, returns."""
+
+from __future__ import annotations
+
+import ast
+
+from promptlint.lint.analysis.values import FunctionRef, Summary, Taint, Val, join, merge
+
+_ROLE_WORDS = {"system", "developer", "SYSTEM", "DEVELOPER"}
+
+
+def _is_role_test(node: ast.AST) -> int:
+    """1 when a test or match pattern singles out the system/developer role."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Constant) and sub.value in _ROLE_WORDS:
+            return 1
+        if isinstance(sub, ast.Attribute) and sub.attr in _ROLE_WORDS:
+            return 1
+    return 0
+
+
+
+class Statements:
+    """Statement evaluation of ``FunctionAnalysis``."""
+
+    def run_function(self) -> Summary:
+        node = self.ref.node
+        args = node.args
+        all_args = [*args.posonlyargs, *args.args]
+        if args.vararg:
+            all_args.append(args.vararg)
+        all_args += args.kwonlyargs
+        if args.kwarg:
+            all_args.append(args.kwarg)
+        self.params = [a.arg for a in all_args]
+        for i, a in enumerate(all_args):
+            taints = [Taint("", "volatile", (), param=i), Taint("", "unordered", (), param=i)]
+            spec = self.m.catalog.source_params.get(a.arg)
+            if spec is not None:
+                taints.append(Taint(spec.code, spec.label, (self.m.step(a, f"{spec.note}: parameter `{a.arg}`"),)))
+            val = Val(tuple(taints), node=a)
+            if i == 0 and self.cls is not None and a.arg in ("self", "cls"):
+                val = Val((), origin=f"@{self.cls.qualname}()", node=a)
+            self.env[a.arg] = val
+        defaults = [*args.defaults, *[d for d in args.kw_defaults if d is not None]]
+        for d in defaults:
+            self.eval(d)
+        if isinstance(node, ast.Lambda):
+            self.ret = self.eval(node.body)
+        else:
+            self.run_block(node.body)
+            self.check_decorators(node)
+        return Summary(self.ret or Val(), self.param_sinks)
+
+    def run_block(self, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            try:
+                self.stmt(stmt)
+            except RecursionError:
+                raise
+            except Exception:  # noqa: BLE001 - one odd statement must not lose the file
+                if self.m.project is not None and self.m.project.strict:
+                    raise
+
+    # --------------------------------------------------------------- statements
+    def stmt(self, node: ast.stmt) -> None:
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is not None:
+            method(node)
+        else:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self.eval(child)
+
+    def stmt_Expr(self, node: ast.Expr) -> None:
+        self.eval(node.value)
+
+    def stmt_Assign(self, node: ast.Assign) -> None:
+        val = self.eval(node.value)
+        for target in node.targets:
+            self.assign(target, val, node)
+
+    def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.assign(node.target, self.eval(node.value), node)
+
+    def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        old = self.eval(node.target)
+        new = self.eval(node.value)
+        taints = merge(old.taints, new.taints, *self.loop_unordered)
+        items = None
+        if old.items is not None and new.items is not None and isinstance(node.op, ast.Add):
+            items = old.items + new.items
+        self.assign(node.target, Val(taints, items=items, node=node.value), node, weak=True)
+
+    def stmt_Return(self, node: ast.Return) -> None:
+        if node.value is None:
+            return
+        val = self.eval(node.value)
+        if self.loop_unordered:
+            val = val.with_taints(merge(val.taints, *self.loop_unordered))
+        name = self.ref.qualname.rsplit(".", 1)[-1] if self.ref else "function"
+        step = self.m.step(node.value, f"returned by {name}()")
+        val = val.with_taints(tuple(t.then(step) for t in val.taints))
+        self.ret = join(self.ret, val) if self.ret is not None else val
+        self.return_nodes.append(node.value)
+
+    @property
+    def return_nodes(self) -> list:
+        if not hasattr(self, "_return_nodes"):
+            self._return_nodes = []
+        return self._return_nodes
+
+    def stmt_If(self, node: ast.If) -> None:
+        self.eval(node.test)
+        self.depth += 1
+        dispatch = _is_role_test(node.test)
+        self.role_branch += dispatch
+        self.run_block(node.body)
+        self.role_branch -= dispatch
+        self.run_block(node.orelse)
+        self.depth -= 1
+
+    def _loop(self, iter_val: Val, target, body, orelse, node) -> None:
+        unordered = tuple(t for t in iter_val.taints if t.label == "unordered")
+        element = iter_val.with_taints(tuple(t for t in iter_val.taints if t.label != "unordered"))
+        element = Val(element.taints, node=element.node)
+        self.depth += 1
+        self.loop_unordered.append(tuple(self._consumed(t, node.iter) for t in unordered))
+        for _ in range(2):  # twice: values assigned late in the body flow to its start
+            if target is not None:
+                self.assign(target, element, node)
+            self.run_block(body)
+        self.loop_unordered.pop()
+        self.run_block(orelse)
+        self.depth -= 1
+
+    def stmt_For(self, node: ast.For) -> None:
+        self._loop(self.eval(node.iter), node.target, node.body, node.orelse, node)
+
+    stmt_AsyncFor = stmt_For
+
+    def stmt_While(self, node: ast.While) -> None:
+        self.eval(node.test)
+        self.depth += 1
+        for _ in range(2):
+            self.run_block(node.body)
+        self.run_block(node.orelse)
+        self.depth -= 1
+
+    def stmt_With(self, node: ast.With) -> None:
+        for item in node.items:
+            val = self.eval(item.context_expr)
+            if item.optional_vars is not None:
+                self.assign(item.optional_vars, val, node)
+        self.run_block(node.body)
+
+    stmt_AsyncWith = stmt_With
+
+    def stmt_Try(self, node) -> None:
+        self.depth += 1
+        self.run_block(node.body)
+        for handler in node.handlers:
+            self.run_block(handler.body)
+        self.run_block(node.orelse)
+        self.depth -= 1
+        self.run_block(node.finalbody)
+
+    stmt_TryStar = stmt_Try
+
+    def stmt_Match(self, node) -> None:
+        self.eval(node.subject)
+        self.depth += 1
+        for case in node.cases:
+            dispatch = _is_role_test(case.pattern)
+            self.role_branch += dispatch
+            self.run_block(case.body)
+            self.role_branch -= dispatch
+        self.depth -= 1
+
+    def stmt_FunctionDef(self, node) -> None:
+        if self.ref is None and self.cls is None:
+            return  # module-level functions are summarised on their own
+        inner = FunctionRef(self.m, node, f"{self.ref.qualname if self.ref else ''}.{node.name}", None)
+        self.env[node.name] = Val(origin=inner.qualname, func=inner, node=node)
+        self.m.summary(inner)  # nested functions: their sinks and decorators are checked too
+
+    stmt_AsyncFunctionDef = stmt_FunctionDef
+
+    def stmt_ClassDef(self, node) -> None:
+        return
+
+    def stmt_Global(self, node) -> None:
+        return
+
+    # -------------------------------------------------------------- assignment
+    def assign(self, target: ast.AST, val: Val, stmt: ast.AST, weak: bool = False) -> None:
+        if isinstance(target, ast.Name):
+            step = self.m.step(target, f"assigned to `{target.id}`")
+            val = val.with_taints(tuple(t.then(step) for t in val.taints))
+            self._store(target.id, val, weak)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for i, elt in enumerate(target.elts):
+                if isinstance(elt, ast.Starred):
+                    elt = elt.value
+                part = val.items[i] if val.items is not None and i < len(val.items) else Val(val.taints)
+                self.assign(elt, part, stmt, weak)
+        elif isinstance(target, ast.Attribute):
+            base = self._dotted_local(target)
+            step = self.m.step(target, f"stored in `{self.m.snippet(target)}`")
+            val = val.with_taints(tuple(t.then(step) for t in val.taints))
+            if base is not None:
+                self._store(base, val, weak)
+            if (self.cls is not None and isinstance(target.value, ast.Name) and target.value.id == "self"):
+                old = self.cls.attrs.get(target.attr)
+                self.cls.attrs[target.attr] = join(old, val) if old is not None else val
+        elif isinstance(target, ast.Subscript):
+            container = self.eval(target.value)
+            key = self.eval(target.slice)
+            taints = merge(container.taints, val.taints, *self.loop_unordered)
+            keys = container.keys
+            if keys is not None and isinstance(key.const, str):
+                keys = dict(keys)
+                keys[key.const] = val
+            self._update_container(target.value, Val(taints, origin=container.origin, items=container.items, keys=keys, node=container.node))
+        elif isinstance(target, ast.Starred):
+            self.assign(target.value, val, stmt, weak)
+
+    def _store(self, name: str, val: Val, weak: bool) -> None:
+        if (weak or self.depth > 0) and name in self.env:
+            val = join(self.env[name], val)
+        self.env[name] = val
+
+    def _dotted_local(self, node: ast.AST) -> str | None:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute):
+            inner = self._dotted_local(node.value)
+            return f"{inner}.{node.attr}" if inner else None
+        return None
+
+    def _update_container(self, node: ast.AST, val: Val) -> None:
+        name = self._dotted_local(node)
+        if name is None:
+            return
+        self.env[name] = val if name not in self.env or self.depth == 0 else join(self.env[name], val)
+        if self.cls is not None and name.startswith("self.") and name.count(".") == 1:
+            self.cls.attrs[name[5:]] = self.env[name]
+

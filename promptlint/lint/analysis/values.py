@@ -1,0 +1,149 @@
+"""The abstract values of the taint analysis: labelled taints, values, summaries, class facts.
+
+Every expression evaluates to a ``Val``: the taints it carries plus what is statically known
+about it (qualified name, string constant, the items of a list or the keys of a dict display,
+the function it names). A ``Taint`` is Semgrep-style: a rule code, a label (``volatile`` or
+``unordered``) and the trace of steps from its source.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from promptlint.lint.diagnostic import Fix, TraceStep
+
+MAX_TAINTS = 6
+MAX_STEPS = 14
+
+
+class Taint(NamedTuple):
+    """A labelled fact about a value: where it came from and how it travelled."""
+
+    code: str  # rule code, or "" for a symbolic parameter taint inside a summary
+    label: str  # "volatile" | "unordered"
+    steps: tuple[TraceStep, ...]
+    param: int = -1  # >= 0: stands for the taint of parameter ``param`` (summaries)
+    dumped: bool = False  # a parameter taint that went through an unsorted serializer
+    fix: Fix | None = None
+    report_at: TraceStep | None = None  # template line: report there instead of at the sink
+
+    def key(self) -> tuple:
+        first = self.steps[0] if self.steps else None
+        return (self.code, self.label, self.param, self.dumped, first and (first.path, first.line, first.column))
+
+    def then(self, step: TraceStep) -> "Taint":
+        if len(self.steps) >= MAX_STEPS or (self.steps and self.steps[-1] == step):
+            return self
+        return self._replace(steps=self.steps + (step,))
+
+
+def merge(*groups) -> tuple[Taint, ...]:
+    """Union of taint tuples, deduplicated, bounded, shortest trace kept."""
+    seen: dict[tuple, Taint] = {}
+    for group in groups:
+        for t in group:
+            k = t.key()
+            old = seen.get(k)
+            if old is None:
+                if len(seen) < MAX_TAINTS:
+                    seen[k] = t
+            elif len(t.steps) < len(old.steps):
+                seen[k] = t
+    return tuple(seen.values())
+
+
+class Val:
+    """What the analysis knows about a value."""
+
+    __slots__ = ("taints", "origin", "const", "items", "keys", "func", "node", "template", "sink_layer")
+
+    def __init__(self, taints=(), origin=None, const=None, items=None, keys=None, func=None, node=None, template=None,
+                 sink_layer=None):
+        self.taints: tuple[Taint, ...] = taints
+        self.origin: str | None = origin  # qualified name or call chain: "anthropic.Anthropic().messages"
+        self.const = const  # str/int/bool/None constant, when known
+        self.items: list[Val] | None = items  # list/tuple display
+        self.keys: dict[str, Val] | None = keys  # dict display with constant keys
+        self.func = func  # FunctionRef for a function object
+        self.node: ast.AST | None = node  # the expression, for ranges
+        self.template: TraceStep | None = template  # a template text's location (file or constant)
+        self.sink_layer: str | None = sink_layer  # a stable template: what its substitutions reach
+
+    def with_taints(self, taints) -> "Val":
+        return Val(taints, self.origin, self.const, self.items, self.keys, self.func, self.node, self.template, self.sink_layer)
+
+
+EMPTY = Val()
+
+
+def join(a: Val | None, b: Val | None) -> Val:
+    """Either value (branches): taints merged, structure kept only when it agrees."""
+    if a is None:
+        return b or EMPTY
+    if b is None:
+        return a
+    return Val(merge(a.taints, b.taints), a.origin if a.origin == b.origin else (a.origin or b.origin),
+               a.const if a.const == b.const else None, a.items if a.items is b.items else (b.items or a.items),
+               a.keys if a.keys is b.keys else (b.keys or a.keys), a.func or b.func, a.node or b.node, a.template or b.template)
+
+
+@dataclass
+class FunctionRef:
+    """A function the analysis can summarise: in this module or another project module."""
+
+    module: "ModuleAnalysis"
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+    qualname: str
+    cls: "ClassInfo | None" = None
+
+
+@dataclass
+class ParamSink:
+    """Parameter ``param`` reaches a sink inside the function (label-specific)."""
+
+    param: int
+    label: str
+    dumped: bool
+    steps: tuple[TraceStep, ...]
+    layer: str
+    arg_kind: str
+
+
+@dataclass
+class Summary:
+    """What a call of a function does to taint."""
+
+    ret: Val = field(default_factory=Val)
+    param_sinks: list[ParamSink] = field(default_factory=list)
+
+
+@dataclass
+class ClassInfo:
+    """A class of the module: its methods and what its attributes hold."""
+
+    name: str
+    qualname: str
+    node: ast.ClassDef
+    methods: dict[str, FunctionRef] = field(default_factory=dict)
+    attrs: dict[str, Val] = field(default_factory=dict)
+    bases: list[str] = field(default_factory=list)
+    ready: bool = False
+    module: "ModuleAnalysis | None" = None
+
+
+def _const_str(val: Val | None) -> str | None:
+    return val.const if val is not None and isinstance(val.const, str) else None
+
+
+MAX_SUMMARY_DEPTH = 6
+_DEPTH = [0]  # current nesting of summary computations (one analysis runs at a time per process)
+
+
+def _opaque(ref: FunctionRef) -> Summary:
+    a = ref.node.args
+    n = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) + bool(a.vararg) + bool(a.kwarg)
+    taints = tuple(Taint("", label, (), param=i) for i in range(n) for label in ("volatile", "unordered"))
+    return Summary(Val(taints[: MAX_TAINTS]))
+
