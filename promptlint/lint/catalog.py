@@ -218,6 +218,14 @@ class CheckSpec(NamedTuple):
     detail: str = ""
 
 
+class StableNameSpec(NamedTuple):
+    """Names that say a value is a stable layer: a function returning it, an attribute holding it."""
+
+    id: str
+    layer: str
+    pattern: str
+
+
 class SanitizerSpec(NamedTuple):
     """Calls whose result no longer carries the given labels."""
 
@@ -254,6 +262,20 @@ class PatternTable:
         return hits
 
 
+# Shapes that are stable layers whatever library sends them: a system/developer-role message
+# in any spelling, a ("system", ...) pair, a request payload's system/instructions keys, a
+# template with a clock inside.
+_SHAPE_TOKENS = (
+    r"""["']role["']\s*:\s*["'](?:system|developer)["']"""
+    r"""|\brole\s*=\s*(?:["'](?:system|developer)["']|[\w.]*\.(?:SYSTEM|DEVELOPER|system|developer)\b)"""
+    r"""|\bSystem(?:Message|Content|Prompt|PromptPart|MessagePromptTemplate)\s*\("""
+    r"""|\(\s*["']system["']\s*,"""
+    r"""|["'](?:system|instructions|system_instruction|systemInstruction|preamble)["']\s*:"""
+    r"""|\b(?:system|instructions|system_prompt|system_instruction|preamble)\s*=\s*[^=\s]"""
+    r"""|\{[{%][^}\n]{0,80}\bnow\s*\("""
+)
+
+
 @dataclass
 class Catalog:
     """Every source, sink, sanitizer and check, with lookup tables for the analysis."""
@@ -263,6 +285,7 @@ class Catalog:
     decorators: list[DecoratorSpec] = field(default_factory=list)
     checks: list[CheckSpec] = field(default_factory=list)
     sanitizers: list[SanitizerSpec] = field(default_factory=list)
+    stable_names: list[StableNameSpec] = field(default_factory=list)
     serializers: list[SerializerSpec] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
 
@@ -282,6 +305,11 @@ class Catalog:
         self.sanitizer_calls = PatternTable([(p, s) for s in self.sanitizers for p in s.calls])
         self.serializer_calls = {s.call: s for s in self.serializers}
         self.prefilter = self._prefilter_regex()
+        self.stable_name_regex = re.compile("|".join(f"(?:{n.pattern})" for n in self.stable_names) or r"(?!)")
+        self._stable_layers = [(re.compile(n.pattern), n.layer) for n in self.stable_names]
+        # Admission without an SDK import: a stable-layer shape or name anywhere in the text.
+        names = "|".join(f"(?:{n.pattern.strip('^$')})" for n in self.stable_names)
+        self.shape_prefilter = re.compile(_SHAPE_TOKENS + (rf"|\b(?:def|class)\s+(?:{names})\b|\.(?:{names})\s*(?:\+?=|\.append)" if names else ""))
         return self
 
     @staticmethod
@@ -330,8 +358,17 @@ class Catalog:
             r"^[ \t]*(?:from[ \t]+(%s)\b|import[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*(%s)\b)" % (roots, roots), re.MULTILINE)
         return self._token_regex(set().union(*self._tokens_by_root.values()))
 
+    def stable_layer_of(self, name: str) -> str | None:
+        """The layer an identifier names (``build_system_prompt`` -> system prompt), if any."""
+        for regex, layer in self._stable_layers:
+            if regex.search(name):
+                return layer
+        return None
+
     def might_contain_sink(self, text: str) -> bool:
-        """Cheap text test: does the file import a sink library and name one of *its* sinks?"""
+        """Cheap text test: a stable-layer shape or name, or an imported sink library naming one of *its* sinks."""
+        if self.shape_prefilter.search(text):
+            return True
         roots = frozenset(a or b for a, b in self._import_regex.findall(text))
         if not roots:
             return False
@@ -382,7 +419,8 @@ def _check_keys(entry: dict, allowed: set[str], where: str) -> None:
 
 def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
     data = _load_yaml(path)
-    unknown = set(data) - {"version", "sources", "sinks", "decorators", "checks", "sanitizers", "serializers"}
+    unknown = set(data) - {"version", "sources", "sinks", "decorators", "checks", "sanitizers", "serializers",
+                           "stable_names"}
     if unknown:
         raise CatalogError(f"{path}: unknown section(s) {', '.join(sorted(unknown))}")
     for i, e in enumerate(data.get("sources") or []):
@@ -445,6 +483,17 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
         if not clears or set(clears) - set(LABELS):
             raise CatalogError(f"{where}: clears must list labels from {', '.join(LABELS)}")
         catalog.sanitizers.append(SanitizerSpec(id=str(e.get("id", f"sanitizer-{i}")), calls=_as_tuple(e.get("calls"), where, "calls"), clears=clears))
+    for i, e in enumerate(data.get("stable_names") or []):
+        where = f"{path}: stable_names[{i}]"
+        _check_keys(e, {"id", "layer", "pattern"}, where)
+        try:
+            re.compile(str(e.get("pattern", "")))
+        except re.error as exc:
+            raise CatalogError(f"{where}: pattern is not a regular expression: {exc}") from None
+        if not e.get("pattern"):
+            raise CatalogError(f"{where}: a stable name needs a 'pattern'")
+        catalog.stable_names.append(StableNameSpec(str(e.get("id", f"name-{i}")), str(e.get("layer", "stable layer")),
+                                                   str(e["pattern"])))
     for i, e in enumerate(data.get("serializers") or []):
         where = f"{path}: serializers[{i}]"
         _check_keys(e, {"call", "sort_kwarg", "default_sorted"}, where)

@@ -260,8 +260,29 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
                 found = apply_suppressions(path, text, list(found), known_codes())
         diagnostics.extend(d for d in found if is_selected(d.code, d.path, settings))
     unique = {(d.path, d.line, d.column, d.code, d.message, d.trace): d for d in diagnostics}
-    return LintReport(sorted(unique.values(), key=Diagnostic.sort_key), len(files), analyzed_count,
+    return LintReport(sorted(one_per_flow(unique.values()), key=Diagnostic.sort_key), len(files), analyzed_count,
                       len(files) - len(pending))
+
+
+def one_per_flow(diagnostics) -> list[Diagnostic]:
+    """A flow is reported once: a finding whose sink is only a step of a longer flow from the
+    same source (a builder recognised by name or shape, then the request) is folded into it."""
+    groups: dict[tuple, list[Diagnostic]] = {}
+    out: list[Diagnostic] = []
+    for d in diagnostics:
+        if len(d.trace) < 2:
+            out.append(d)
+        else:
+            head = d.trace[0]
+            groups.setdefault((d.code, head.path, head.line, head.column), []).append(d)
+    for group in groups.values():
+        kept: list[Diagnostic] = []
+        for d in sorted(group, key=lambda x: (-len(x.trace), x.sort_key())):
+            sink = (d.trace[-1].path, d.trace[-1].line)
+            if not any(sink in {(s.path, s.line) for s in k.trace[:-1]} for k in kept):
+                kept.append(d)
+        out += kept
+    return out
 
 
 def lint_source(text: str, path: str = "example.py", settings: Settings | None = None) -> list[Diagnostic]:

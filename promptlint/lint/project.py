@@ -140,6 +140,26 @@ class Project:
             return None
         return None
 
+    def resolve_value(self, qualname: str, origin: ModuleAnalysis, depth: int = 0):
+        """The value of a module-level constant of the project (``from .const import PROMPT``)."""
+        if depth > 4 or "." not in qualname or qualname.startswith("builtins."):
+            return None
+        module_name, _, name = qualname.rpartition(".")
+        path = self._find_module_file(module_name)
+        if path is None:
+            return None
+        module = self.analysis(path)
+        if module is None or module is origin:
+            return None
+        self.module_globals(module)
+        if name in module.globals:
+            origin.deps.add(module.path)
+            return module.globals[name]
+        imported = module.imports.get(name)
+        if imported and imported != qualname:
+            return self.resolve_value(imported, origin, depth + 1)
+        return None
+
     # ------------------------------------------------------------- templates
     def template_text(self, module: ModuleAnalysis, name: str) -> tuple[str, str] | None:
         """Find a template file named in code (``"system.j2"``) near the module or a root."""

@@ -67,4 +67,14 @@ def parse_python(text: str, path: str):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return ast.parse(text, filename=path)
+        try:
+            return ast.parse(text, filename=path)
+        except SyntaxError:
+            # Newer syntax than this interpreter reads (3.12 type aliases, PEP 701 f-strings):
+            # analysed through an equivalent rewrite; PC001 only for what no Python accepts.
+            from promptlint.lint.newer_syntax import downgrade
+
+            rewritten = downgrade(text)
+            if rewritten is None:
+                raise
+            return ast.parse(rewritten, filename=path)

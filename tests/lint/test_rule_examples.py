@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import pytest
 
-from promptlint.lint.catalog import load_rule_docs
+from promptlint.lint.catalog import load_rule_docs, rules_dir
+from promptlint.lint.diagnostic import Settings
 from promptlint.lint.engine import lint_source
 
 DOCS = load_rule_docs()
 META_CODES = {code for code, doc in DOCS.items() if doc.family == "meta"}
 # PC004 (internal error) has no snippet that could trigger it on purpose.
 NO_EXAMPLE = {"PC004"}
+# Rules whose sources are opt-in rule files: their examples run with that file enabled.
+OPT_IN = {"PC302": str(rules_dir() / "optional" / "environment.yaml")}
+
+
+def lint(code: str, snippet: str):
+    return lint_source(snippet, settings=Settings(rule_files=(OPT_IN[code],)) if code in OPT_IN else None)
 
 
 def cases(kind: str) -> list:
@@ -36,7 +43,7 @@ def describe(diagnostics) -> str:
 
 @pytest.mark.parametrize(("code", "snippet"), cases("bad"))
 def test_bad_example_reports_its_code_and_nothing_else(code, snippet):
-    diagnostics = lint_source(snippet)
+    diagnostics = lint(code, snippet)
     codes = {d.code for d in diagnostics}
     assert code in codes, f"{code} not reported:\n{describe(diagnostics)}"
     others = codes - {code} - META_CODES
@@ -45,7 +52,7 @@ def test_bad_example_reports_its_code_and_nothing_else(code, snippet):
 
 @pytest.mark.parametrize(("code", "snippet"), cases("good"))
 def test_good_example_reports_nothing(code, snippet):
-    diagnostics = lint_source(snippet)
+    diagnostics = lint(code, snippet)
     assert not diagnostics, f"findings on the good example of {code}:\n{describe(diagnostics)}"
 
 

@@ -6,13 +6,28 @@ import ast
 import re
 
 from promptlint.lint.analysis.values import (
-    EMPTY, MAX_STEPS, ClassInfo, FunctionRef, Taint, Val, join, merge,
+    EMPTY, MAX_STEPS, clip, ClassInfo, FunctionRef, Taint, Val, join, merge,
 )
+from promptlint.lint.analysis.sinks import _role
 from promptlint.lint.diagnostic import Fix, TraceStep
 
 _MUTATORS = {"append", "extend", "insert", "update", "add", "setdefault", "appendleft", "extendleft", "__setitem__"}
 _ORDERED_CONSUMERS = {"builtins.list", "builtins.tuple", "builtins.enumerate", "builtins.iter", "builtins.next"}
-_TEMPLATE_METHODS = {"format", "format_map", "render", "substitute", "safe_substitute", "partial", "invoke"}
+_TEMPLATE_METHODS = {"format", "format_map", "render", "substitute", "safe_substitute", "partial", "invoke", "ainvoke",
+                     "aformat", "format_messages", "aformat_messages", "format_prompt", "aformat_prompt",
+                     "render_async", "async_render", "async_render_with_possible_json_value"}
+#: Methods that send a request: a volatile value built in the same scope goes out with it, even
+#: at import time (a script's one request); other stable layers built then are reused.
+_REQUEST_METHODS = {"create", "stream", "parse", "generate_content", "generate_content_stream", "completion",
+                    "acompletion", "invoke", "ainvoke", "send_message", "count_tokens", "chat", "achat"}
+#: Calls that read a file's content: the path that located it (an env var, the home folder)
+#: is not what reaches the prompt (FIELD.md), so host and environment taints stop here.
+_CONTENT_READERS = {"builtins.open", "io.open", "codecs.open", "json.load", "yaml.safe_load", "yaml.load",
+                    "tomllib.load", "tomli.load"}
+_CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
+#: Keywords that carry a message's text when the call also says ``role="system"``.
+_SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "SystemPrompt", "SystemChatMessage",
+                   "SystemMessagePromptTemplate"}
 
 
 class Calls:
@@ -21,7 +36,12 @@ class Calls:
     # -------------------------------------------------------------------- calls
     def eval_Call(self, node: ast.Call) -> Val:
         func = self.eval(node.func)
-        args = [self.eval(a) for a in node.args]
+        appending = isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "insert", "appendleft")
+        self.defer_shapes += appending  # where a system message lands decides whether it is stable
+        try:
+            args = [self.eval(a) for a in node.args]
+        finally:
+            self.defer_shapes -= appending
         kwargs: dict[str, Val] = {}
         splat = []
         for kw in node.keywords:
@@ -34,14 +54,28 @@ class Calls:
                 kwargs[kw.arg] = self.eval(kw.value)
         origin = func.origin
         call_origin = f"{origin}()" if origin else None
-        if origin:
-            self.check_sinks(node, origin, args, kwargs)
+        sends = isinstance(node.func, ast.Attribute) and node.func.attr in _REQUEST_METHODS
+        self.sending += sends
+        try:
+            if origin:
+                self.check_sinks(node, origin, args, kwargs)
+            self.check_call_shape(node, origin, args, kwargs)
+        finally:
+            self.sending -= sends
+        if origin == "builtins.dict" and not args:
+            return Val(merge(*(v.taints for v in kwargs.values())), keys=dict(kwargs), node=node)
+        if origin == "asyncio.gather":  # `a, b = await gather(f(), g())`: each result keeps its own taints
+            return Val(merge(*(a.taints for a in args)), items=list(args), node=node)
         # 1. sources
         if origin:
             for spec in self.m.catalog.source_calls.match(origin):
                 if spec.max_args is not None and len(node.args) > spec.max_args:
                     continue
                 return self._source_result(node, spec, origin, args, kwargs)
+        if origin in _CONTENT_READERS or (isinstance(node.func, ast.Attribute) and node.func.attr in _CONTENT_METHODS):
+            located = merge(func.taints, *(a.taints for a in args), *(v.taints for v in kwargs.values()))
+            return Val(tuple(t for t in located if not t.code.startswith("PC3")), origin=call_origin, node=node,
+                       template=func.template or next((a.template for a in args if a.template is not None), None))
         if isinstance(node.func, ast.Attribute):
             spec = self.m.catalog.source_methods.get(node.func.attr)
             if spec is not None and not (origin and self._is_module_path(origin)):
@@ -67,6 +101,8 @@ class Calls:
                 target = found
             elif isinstance(found, ClassInfo):
                 return self._construct(node, found, args, kwargs)
+        if target is None and origin and origin.startswith("?.") and isinstance(node.func, ast.Attribute):
+            target = self._method_by_name(node.func.attr)
         if target is not None:
             return self._apply_summary(node, target, func, args, kwargs)
         if origin and origin.startswith("@") and origin.endswith("()") is False:
@@ -87,6 +123,8 @@ class Calls:
             return self._substitute(node, recv_val, args, kwargs, arg_taints)
         if method == "copy" or method == "model_copy":
             return recv_val
+        if method in ("get", "pop", "setdefault") and recv_val.keys is not None and args and args[0].const in recv_val.keys:
+            return recv_val.keys[args[0].const]
         taints = merge(recv_val.taints, arg_taints)
         # Template text travels through reads, loads and string methods (``yaml.safe_load(path.read_text())``).
         template = recv_val.template or next((a.template for a in args if a.template is not None), None)
@@ -100,7 +138,33 @@ class Calls:
         head = origin.split(".")[0]
         return head in {v.split(".")[0] for v in self.m.imports.values()} and "()" not in origin
 
+    def _method_by_name(self, name: str) -> FunctionRef | None:
+        """``self.prompt_manager.build(...)`` on a receiver of unknown type: the one method of that
+        name among this module's classes and the classes it imports (type hints name them)."""
+        if name.startswith("__") or name in _MUTATORS or name in _TEMPLATE_METHODS:
+            return None
+        found = self.m.methods_named(name)
+        return found[0] if len(found) == 1 else None
+
+    def check_call_shape(self, node: ast.Call, origin: str | None, args: list[Val], kwargs: dict[str, Val]) -> None:
+        """Stable layers recognised by the call's shape, whatever library it belongs to."""
+        tail = (origin or "").rsplit(".", 1)[-1].rstrip("()") if origin else (
+            node.func.attr if isinstance(node.func, ast.Attribute) else "")
+        if tail in _SYSTEM_CLASSES or (isinstance(node.func, ast.Attribute) and node.func.value is not None
+                                       and getattr(node.func.value, "id", getattr(node.func.value, "attr", "")) in _SYSTEM_CLASSES):
+            text = kwargs.get("content") or kwargs.get("text") or kwargs.get("template") or (args[0] if args else None)
+            if text is not None:
+                self.sink_value(text, text.node or node, "value", "system message (recognised by its shape)")
+            return
+        if "role" in kwargs and origin != "builtins.dict":
+            self.check_message_shape(kwargs, node)
+        elif origin == "builtins.dict" and not self.defer_shapes:
+            self.check_message_shape(kwargs, node)
+        if kwargs and not (origin and self.m.catalog.sink_calls.match(origin)):
+            self.check_payload_shape(kwargs, node)
+
     def _source_result(self, node, spec, what, args, kwargs, receiver: Val | None = None) -> Val:
+        extra = merge(*(a.taints for a in args), *(v.taints for v in kwargs.values()), receiver.taints if receiver else ())
         step = self.m.step(node, f"{spec.note}: `{self.m.snippet(node, 40)}`")
         fix = None
         if spec.label == "unordered":
@@ -138,6 +202,14 @@ class Calls:
             new = merge(new, tuple(self._consumed(t, node.args[0]) if t.label == "unordered" else t for t in args[0].taints))
         items = recv.items
         keys = recv.keys
+        message = args[-1].keys if method in ("append", "insert", "appendleft") and args else None
+        if message is not None:
+            # A system message appended after history sits late in the request (volatile by
+            # position); appended to an empty or all-system list, it leads the request.
+            late = method == "append" and items is not None and any(
+                i.keys is None or _role(i.keys.get("role")) not in ("system", "developer") for i in items)
+            if not late and not (method == "insert" and not (args and args[0].const == 0)):
+                self.check_message_shape(message, node.args[-1])
         if items is not None:
             if method == "append" and args:
                 items = items + [args[0]]
@@ -167,7 +239,8 @@ class Calls:
                     report = self._placeholder_step(where, name, text_lines) or report
                 step = self.m.step(node, f"substituted into template{f' as `{name}`' if name else ''}")
                 t = t._replace(steps=t.steps + (step,) + ((report,) if report and report is not t.report_at else ()), report_at=report)
-                if template_val.sink_layer is not None and name is not None and report is not None:
+                unknown_text = text_lines is None and (where.line, where.column) not in self.m.template_texts
+                if template_val.sink_layer is not None and name is not None and (report is not None or unknown_text):
                     self._report(t, node, template_val.sink_layer, "value")
                 else:
                     out.append(t)
@@ -245,7 +318,7 @@ class Calls:
                         at = at._replace(code="PC502", fix=t.fix)
                     elif t.dumped:
                         at = at._replace(dumped=True, fix=t.fix)
-                    out.append(at._replace(steps=(at.steps + (call_step,) + t.steps)[-MAX_STEPS:]))
+                    out.append(at._replace(steps=clip(at.steps + (call_step,) + t.steps)))
             return merge(out)
 
         def structure(val: Val | None, depth: int = 0) -> Val | None:

@@ -6,10 +6,12 @@ import ast
 import builtins
 import re
 
-from promptlint.lint.analysis.values import EMPTY, ClassInfo, FunctionRef, Taint, Val, join, merge
+from promptlint.lint.analysis.values import EMPTY, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join, merge
+from promptlint.lint.analysis.sinks import _role
 from promptlint.lint.diagnostic import Fix, TraceStep
 
 _BUILTINS = frozenset(dir(builtins))
+_TURN_TEXT_ATTRS = {"text", "content", "message", "messages", "query", "input", "prompt", "body", "question"}
 _FILE_TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2", ".yaml", ".yml", ".txt", ".md", ".prompt", ".tmpl")
 _JINJA_VOLATILE = re.compile(
     r"(\{\{|\{%)[^}]*?\b(now|utcnow|today|datetime|time\.time|timestamp|uuid\d?|random|randint|choice|shuffle|"
@@ -22,6 +24,11 @@ _JINJA_CODES = {
     "getcwd": "PC301", "environ": "PC302", "getenv": "PC302",
 }
 
+
+
+def _turn_param(t: Taint) -> bool:
+    """A per-turn parameter itself (``user_input``), before anything was read from it."""
+    return t.code == "PC401" and len(t.steps) == 1 and ": parameter `" in t.steps[0].note
 
 
 class Expressions:
@@ -89,7 +96,8 @@ class Expressions:
         if name in self.env:
             return self.env[name]
         if name in self.m.globals:
-            return self.m.globals[name]
+            # A global computed at import time is the same for every request a function makes.
+            return self.m.globals[name] if self.ref is None else self.m.globals[name].keep(frozen_ok)
         if name in self.m.imports:
             qual = self.m.imports[name]
             return self._qualified(qual, node)
@@ -108,6 +116,14 @@ class Expressions:
         if specs:
             spec = specs[0]
             taints = (Taint(spec.code, spec.label, (self.m.step(node, f"{spec.note}: `{qual}`"),)),)
+        elif self.m.project is not None and isinstance(node, ast.Name):
+            # A constant of another project module (prompt templates live in prompts.py/const.py):
+            # computed at its import, so only orderings and template expressions still vary.
+            found = self.m.project.resolve_value(qual, self.m)
+            if found is not None and (found.taints or found.template is not None):
+                val = found.keep(frozen_ok)
+                return Val(val.taints, origin=qual, const=found.const, items=found.items, keys=found.keys,
+                           node=node, template=found.template, sink_layer=found.sink_layer)
         return Val(taints, origin=qual, node=node)
 
     def eval_Attribute(self, node: ast.Attribute) -> Val:
@@ -131,7 +147,11 @@ class Expressions:
             if origin is None and base.origin is None:
                 inner = self._tail(node.value)
                 origin = f"?.{inner}.{node.attr}" if inner else f"?.{node.attr}"
-        return Val(base.taints, origin=origin, node=node, template=base.template)
+        taints = base.taints
+        if node.attr not in _TURN_TEXT_ATTRS and any(_turn_param(t) for t in taints):
+            # `user_input.language`, `.device_id`: facts of the conversation, not this turn's text.
+            taints = tuple(t for t in taints if not _turn_param(t))
+        return Val(taints, origin=origin, node=node, template=base.template)
 
     def _tail(self, node: ast.AST) -> str | None:
         """Dotted attribute chain of an unknown receiver: ``self.client.messages`` -> ``client.messages``."""
@@ -178,7 +198,8 @@ class Expressions:
         if isinstance(node.slice, ast.Slice):
             items = base.items
             return Val(taints, items=items, node=node, template=base.template)
-        return Val(merge(taints, tuple(t for t in key.taints if t.label == "volatile")), node=node,
+        # The key selects, it does not become the value: `cache[id(obj)]` is not an id.
+        return Val(taints, node=node,
                    origin=f"{base.origin}[]" if base.origin else None, template=self._template_entry(base.template, key.const))
 
     def _template_entry(self, where: TraceStep | None, key) -> TraceStep | None:
@@ -210,8 +231,9 @@ class Expressions:
         return Val(out.taints, origin=out.origin, items=out.items, keys=out.keys, func=out.func, node=node)
 
     def eval_IfExp(self, node: ast.IfExp) -> Val:
-        self.eval(node.test)
-        return join(self.eval(node.body), self.eval(node.orelse))
+        clock = self.clock_taints(self.eval(node.test), node.test)
+        out = join(self.eval(node.body), self.eval(node.orelse))
+        return out.with_taints(merge(out.taints, clock)) if clock else out
 
     def eval_Compare(self, node: ast.Compare) -> Val:
         vals = [self.eval(node.left), *(self.eval(c) for c in node.comparators)]
@@ -237,6 +259,12 @@ class Expressions:
 
     def eval_List(self, node) -> Val:
         items = [self.eval(e) for e in node.elts]
+        for item in items:  # ("system", text) pairs: LangChain's message tuples, anywhere
+            if item.items is not None and len(item.items) == 2 and _role(item.items[0]) in ("system", "developer"):
+                text = item.items[1]
+                self.sink_value(text, text.node or node, "value", "system message (recognised by its shape)")
+                self.stable_template = (text.template or self.m.step(text.node or node, "template"),
+                                        "system message (recognised by its shape)")
         return Val(merge(*(v.taints for v in items)), items=items, node=node)
 
     eval_Tuple = eval_List
@@ -265,6 +293,10 @@ class Expressions:
             taints.append(kv.taints)
             if isinstance(kv.const, str):
                 keys[kv.const] = val
+        if not self.defer_shapes:
+            self.check_message_shape(keys, node)
+        self.check_payload_shape(keys, node)
+        self.check_tool_shape(keys, node)
         return Val(merge(*taints), keys=keys, node=node)
 
     def _comprehension(self, node, elements: list[ast.AST], unordered_result: bool) -> Val:

@@ -6,7 +6,7 @@ from promptlint.lint.analysis.calls import Calls
 from promptlint.lint.analysis.expressions import Expressions
 from promptlint.lint.analysis.sinks import Sinks
 from promptlint.lint.analysis.statements import Statements
-from promptlint.lint.analysis.values import ClassInfo, FunctionRef, ParamSink, Taint, Val
+from promptlint.lint.analysis.values import INIT_METHODS, ClassInfo, FunctionRef, ParamSink, Taint, Val
 
 
 class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
@@ -25,4 +25,18 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         self.sink_via: tuple | None = None  # (steps inside the callee, its sink step, dumped, label)
         self.stable_template: tuple | None = None  # (template step, layer) of a system template being built
         self.role_branch = 0  # > 0 inside `if role == "system":` (a role dispatch)
+        self.loop_depth = 0  # > 0 inside a loop (a module-level loop runs per request)
+        self.sending = 0  # > 0 while checking the arguments of a request-sending call
+        self.defer_shapes = 0  # > 0 while evaluating `msgs.append(...)` arguments: position decides
+        self.control: list[tuple[Taint, ...]] = []  # clock taints of enclosing `if now.hour < 12:` tests
+
+    @property
+    def frozen(self) -> bool:
+        """True where code runs once per process or per object: import time, ``__init__``.
+
+        A volatile value computed there is reused unchanged by every request (FIELD.md: not a
+        leak); unordered values and template expressions evaluated later are still followed."""
+        if self.ref is None:
+            return self.cls is None and self.loop_depth == 0
+        return getattr(self.ref.node, "name", "") in INIT_METHODS
 

@@ -134,6 +134,8 @@ class ModuleAnalysis:
             end = len(chunk) - len(self.lines[end_line - 1].encode("utf-8")) + (node.end_col_offset or 0)
             chunk = chunk[node.col_offset:end]
         text = " ".join(chunk.decode("utf-8", "replace").split())
+        if not text:  # positions of a rewritten newer-syntax line: show the expression itself
+            text = " ".join(ast.unparse(node).split())
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
     # ------------------------------------------------------------------ driver
@@ -157,7 +159,9 @@ class ModuleAnalysis:
         refs = list(self.functions.values())
         for info in self.classes.values():
             refs += info.methods.values()
-        todo = [r for r in refs if self.catalog.prefilter.search(self._segment(r.node))]
+        catalog = self.catalog
+        todo = [r for r in refs if catalog.prefilter.search(seg := self._segment(r.node))
+                or catalog.shape_prefilter.search(seg) or catalog.stable_layer_of(r.node.name)]
         # Globals holding a stable template (`prompt = ChatPromptTemplate.from_messages(...)`):
         # a function that fills one writes a stable layer without naming any sink token.
         names = set(extra_names) | {n for n, v in self.globals.items() if v.sink_layer}
@@ -302,6 +306,19 @@ class ModuleAnalysis:
         if self.project is None:
             return None
         return self.project.resolve(qualname, self)
+
+    def methods_named(self, name: str) -> list[FunctionRef]:
+        """Methods called ``name`` in this module's classes and in the classes it imports."""
+        cache = self.__dict__.setdefault("_methods_named", {})
+        if name not in cache:
+            found = [c.methods[name] for c in self.classes.values() if name in c.methods]
+            for qual in self.imports.values():
+                if qual.split(".")[-1][:1].isupper() and self.project is not None:
+                    info = self.resolve_function(qual)
+                    if isinstance(info, ClassInfo) and name in info.methods:
+                        found.append(info.methods[name])
+            cache[name] = found
+        return cache[name]
 
     def local_callable(self, dotted: str) -> FunctionRef | ClassInfo | None:
         head, _, tail = dotted.partition(".")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from promptlint.lint.analysis.values import MAX_STEPS, ParamSink, Taint, Val, _const_str
+from promptlint.lint.analysis.values import MAX_STEPS, ParamSink, Taint, Val, _const_str, clip, frozen_ok
 from promptlint.lint.catalog import ArgSpec, Condition, SinkSpec
 
 
@@ -140,8 +140,9 @@ class Sinks:
             for item in val.items:
                 if item.items is not None and len(item.items) == 2 and _const_str(item.items[0]) == "system":
                     self._report_val(item.items[1], item.items[1].node or node, layer, "value")
-                    if item.items[1].template is not None:
-                        self.stable_template = (item.items[1].template, layer)
+                    # Filled later by `.invoke({...})`: a template read from config is still one.
+                    self.stable_template = (item.items[1].template or self.m.step(item.items[1].node or node, "template"),
+                                            layer)
         elif kind == "dict-keys":
             if val.keys is None:
                 if val.origin and val.origin.endswith("()"):
@@ -180,7 +181,7 @@ class Sinks:
                 return
             if dumped and taint.label == "unordered":
                 taint = taint._replace(dumped=True) if taint.param >= 0 else taint._replace(code="PC502")
-            taint = taint._replace(steps=(taint.steps + middle)[-MAX_STEPS:])
+            taint = taint._replace(steps=clip(taint.steps + middle))
         if taint.param >= 0:
             # A sink inside a role dispatch (`if role == "system": SystemMessage(content)`) is
             # reached only for that role; generic converters would otherwise make every
@@ -189,6 +190,8 @@ class Sinks:
                 steps = taint.steps + (sink_step or self.m.step(node, f"reaches {layer}"),)
                 self.param_sinks.append(ParamSink(taint.param, taint.label, taint.dumped, steps, layer, kind))
             return
+        if self.frozen and not self.sending and not frozen_ok(taint):
+            return  # a layer built once (import time, __init__) and reused unchanged: not a leak
         self.m.emit(taint, node, layer, "PC604" if kind == "cache-key" else None, sink_step)
 
     def _count_breakpoints(self, node: ast.Call, kwargs: dict[str, Val]) -> None:
@@ -236,3 +239,78 @@ class Sinks:
         if val.taints:
             return val
         return Val(tuple(t for t in (self.ret.taints if self.ret else ()) if t.steps and t.steps[-1].line == ret_node.lineno))
+
+    # ------------------------------------------------- shapes and names (no SDK needed)
+    def check_stable_name(self, node) -> None:
+        """A function named for a stable layer (``build_system_prompt``): its returns are sinks."""
+        if self.frozen or not self.return_nodes:
+            return
+        layer = self.m.catalog.stable_layer_of(node.name)
+        if layer is None:
+            return
+        for ret_node in self.return_nodes:
+            self._report_val(self.ret_for(ret_node), ret_node, f"{layer} (recognised by the name `{node.name}()`)", "value")
+
+    def check_stable_target(self, name: str, shown: str, val: Val, node: ast.AST) -> None:
+        """A per-request write to an attribute or name that says it is a stable layer."""
+        layer = self.m.catalog.stable_layer_of(name)
+        if layer is not None:
+            self._report_val(val, node, f"{layer} (recognised by the name `{shown}`)", "value")
+
+    def check_message_shape(self, keys: dict, node: ast.AST) -> None:
+        """A system/developer-role message in any spelling is a stable layer wherever it is built."""
+        role = _role(keys.get("role"))
+        if role not in ("system", "developer"):
+            return
+        for key in ("content", "parts", "text"):
+            content = keys.get(key)
+            if content is not None:
+                self.sink_value(content, content.node or node, "value", f"{role} message (recognised by its shape)")
+                return
+
+    def check_tool_shape(self, keys: dict, node: ast.AST) -> None:
+        """A tool definition (``{"name", "description", "parameters"|"input_schema"}``) is a stable layer."""
+        if "name" in keys and "description" in keys and any(k in keys for k in _SCHEMA_KEYS):
+            desc = keys["description"]
+            self.sink_value(desc, desc.node or node, "value", "tool definition (recognised by its shape)")
+
+    def check_payload_shape(self, keys: dict, node: ast.AST) -> None:
+        """A request payload (``{"model": ..., "system": ...}``, or the same as keywords of any call)."""
+        if "model" not in keys:
+            return  # an LLM request names its model; a stored run record or a config does not
+        for key, (companions, layer, kind) in _PAYLOAD_SINKS.items():
+            sub = keys.get(key)
+            if sub is None or not any(c in keys for c in companions):
+                continue
+            self.sink_value(sub, sub.node or node, kind, layer if kind == "cache-key" else f"{layer} (recognised by the request shape)")
+        messages = keys.get("messages") or keys.get("input")
+        if messages is not None and messages.items is not None:
+            self.sink_value(messages, messages.node or node, "chat-messages", "system message (recognised by the request shape)")
+
+
+def _role(val: Val | None) -> str | None:
+    """``"system"``, ``Role.SYSTEM``, ``MessageRole.DEVELOPER``: the role a message says it has."""
+    if val is None:
+        return None
+    if isinstance(val.const, str):
+        return val.const.lower()
+    node = val.node
+    if isinstance(node, ast.Attribute) and node.attr.lower() in ("system", "developer"):
+        return node.attr.lower()
+    return None
+
+
+_SCHEMA_KEYS = ("parameters", "input_schema", "inputSchema", "parametersJsonSchema", "args_schema")
+#: Payload keys that are stable layers when the dict (or the call's keywords) also has one of
+#: the companion keys of an LLM request: key -> (companions, layer, how the value is read).
+_PAYLOAD_SINKS = {
+    "system": (("messages", "max_tokens"), "system prompt", "anthropic-system"),
+    "instructions": (("input", "tools"), "instructions", "value"),
+    "system_prompt": (("messages", "tools"), "system prompt", "value"),
+    "system_instruction": (("contents", "generation_config", "tools"), "system instruction", "value"),
+    "systemInstruction": (("contents", "generationConfig", "tools"), "system instruction", "value"),
+    "preamble": (("message", "chat_history"), "preamble", "value"),
+    "tools": (("messages", "input", "contents", "system", "instructions", "max_tokens"), "tool list", "value"),
+    "functions": (("messages",), "tool list", "value"),
+    "prompt_cache_key": (("messages", "input"), "prompt_cache_key", "cache-key"),
+}

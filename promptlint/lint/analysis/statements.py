@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from promptlint.lint.analysis.values import FunctionRef, Summary, Taint, Val, join, merge
+from promptlint.lint.analysis.values import FunctionRef, Summary, Taint, Val, frozen_ok, join, merge
 
 _ROLE_WORDS = {"system", "developer", "SYSTEM", "DEVELOPER"}
 
@@ -50,6 +50,7 @@ class Statements:
         else:
             self.run_block(node.body)
             self.check_decorators(node)
+            self.check_stable_name(node)
         return Summary(self.ret or Val(), self.param_sinks)
 
     def run_block(self, body: list[ast.stmt]) -> None:
@@ -91,6 +92,8 @@ class Statements:
         items = None
         if old.items is not None and new.items is not None and isinstance(node.op, ast.Add):
             items = old.items + new.items
+        if isinstance(node.target, ast.Name) and not self.frozen and self.ref is not None:
+            self.check_stable_target(node.target.id, node.target.id, new, node.target)
         self.assign(node.target, Val(taints, items=items, node=node.value), node, weak=True)
 
     def stmt_Return(self, node: ast.Return) -> None:
@@ -112,7 +115,8 @@ class Statements:
         return self._return_nodes
 
     def stmt_If(self, node: ast.If) -> None:
-        self.eval(node.test)
+        clock = self.clock_taints(self.eval(node.test), node.test)
+        self.control.append(clock)
         self.depth += 1
         dispatch = _is_role_test(node.test)
         self.role_branch += dispatch
@@ -120,12 +124,19 @@ class Statements:
         self.role_branch -= dispatch
         self.run_block(node.orelse)
         self.depth -= 1
+        self.control.pop()
+
+    def clock_taints(self, test: Val, node: ast.AST) -> tuple[Taint, ...]:
+        """A clock read in a test chooses which constant text goes in (``if now.hour < 12``)."""
+        step = self.m.step(node, f"chooses the text: `{self.m.snippet(node, 40)}`")
+        return tuple(t.then(step) for t in test.taints if t.code.startswith("PC1") and t.param < 0)
 
     def _loop(self, iter_val: Val, target, body, orelse, node) -> None:
         unordered = tuple(t for t in iter_val.taints if t.label == "unordered")
         element = iter_val.with_taints(tuple(t for t in iter_val.taints if t.label != "unordered"))
         element = Val(element.taints, node=element.node)
         self.depth += 1
+        self.loop_depth += 1
         self.loop_unordered.append(tuple(self._consumed(t, node.iter) for t in unordered))
         for _ in range(2):  # twice: values assigned late in the body flow to its start
             if target is not None:
@@ -134,6 +145,7 @@ class Statements:
         self.loop_unordered.pop()
         self.run_block(orelse)
         self.depth -= 1
+        self.loop_depth -= 1
 
     def stmt_For(self, node: ast.For) -> None:
         self._loop(self.eval(node.iter), node.target, node.body, node.orelse, node)
@@ -143,10 +155,12 @@ class Statements:
     def stmt_While(self, node: ast.While) -> None:
         self.eval(node.test)
         self.depth += 1
+        self.loop_depth += 1
         for _ in range(2):
             self.run_block(node.body)
         self.run_block(node.orelse)
         self.depth -= 1
+        self.loop_depth -= 1
 
     def stmt_With(self, node: ast.With) -> None:
         for item in node.items:
@@ -195,6 +209,9 @@ class Statements:
 
     # -------------------------------------------------------------- assignment
     def assign(self, target: ast.AST, val: Val, stmt: ast.AST, weak: bool = False) -> None:
+        chosen = [t for group in self.control for t in group]
+        if chosen:
+            val = val.with_taints(merge(val.taints, chosen))
         if isinstance(target, ast.Name):
             step = self.m.step(target, f"assigned to `{target.id}`")
             val = val.with_taints(tuple(t.then(step) for t in val.taints))
@@ -212,8 +229,14 @@ class Statements:
             if base is not None:
                 self._store(base, val, weak)
             if (self.cls is not None and isinstance(target.value, ast.Name) and target.value.id == "self"):
+                # A parameter of this method means nothing in another method: keep real sources
+                # only; what ``__init__`` computes is frozen for the object's life (FIELD.md).
+                stored = val.keep(lambda t: t.param < 0 and (not self.frozen or frozen_ok(t)))
                 old = self.cls.attrs.get(target.attr)
-                self.cls.attrs[target.attr] = join(old, val) if old is not None else val
+                self.cls.attrs[target.attr] = join(old, stored) if old is not None else stored
+            if not self.frozen and self.ref is not None:
+                self.check_stable_target(target.attr, f"self.{target.attr}" if isinstance(target.value, ast.Name) else target.attr,
+                                         val, target)
         elif isinstance(target, ast.Subscript):
             container = self.eval(target.value)
             key = self.eval(target.slice)

@@ -14,8 +14,10 @@ from typing import NamedTuple
 
 from promptlint.lint.diagnostic import Fix, TraceStep
 
-MAX_TAINTS = 6
+MAX_TAINTS = 16
 MAX_STEPS = 14
+#: Methods that run once per object: what they compute is frozen for the object's life.
+INIT_METHODS = frozenset({"__init__", "__post_init__", "setup", "model_post_init", "__new__"})
 
 
 class Taint(NamedTuple):
@@ -39,18 +41,27 @@ class Taint(NamedTuple):
         return self._replace(steps=self.steps + (step,))
 
 
+def clip(steps: tuple[TraceStep, ...]) -> tuple[TraceStep, ...]:
+    """A trace bounded to MAX_STEPS that still starts at its source."""
+    return steps if len(steps) <= MAX_STEPS else steps[:1] + steps[len(steps) - MAX_STEPS + 1:]
+
+
 def merge(*groups) -> tuple[Taint, ...]:
-    """Union of taint tuples, deduplicated, bounded, shortest trace kept."""
+    """Union of taint tuples, deduplicated, bounded, shortest trace kept.
+
+    Concrete taints (a real source) are kept before symbolic parameter taints, so a clock is
+    never crowded out by the parameters of a function with many arguments."""
     seen: dict[tuple, Taint] = {}
-    for group in groups:
-        for t in group:
-            k = t.key()
-            old = seen.get(k)
-            if old is None:
-                if len(seen) < MAX_TAINTS:
-                    seen[k] = t
-            elif len(t.steps) < len(old.steps):
+    ordered = [t for group in groups for t in group]
+    ordered = [t for t in ordered if t.param < 0] + [t for t in ordered if t.param >= 0]
+    for t in ordered:
+        k = t.key()
+        old = seen.get(k)
+        if old is None:
+            if len(seen) < MAX_TAINTS:
                 seen[k] = t
+        elif len(t.steps) < len(old.steps):
+            seen[k] = t
     return tuple(seen.values())
 
 
@@ -70,6 +81,10 @@ class Val:
         self.node: ast.AST | None = node  # the expression, for ranges
         self.template: TraceStep | None = template  # a template text's location (file or constant)
         self.sink_layer: str | None = sink_layer  # a stable template: what its substitutions reach
+
+    def keep(self, predicate) -> "Val":
+        """The same value with only the taints that satisfy ``predicate``."""
+        return self.with_taints(tuple(t for t in self.taints if predicate(t)))
 
     def with_taints(self, taints) -> "Val":
         return Val(taints, self.origin, self.const, self.items, self.keys, self.func, self.node, self.template, self.sink_layer)
@@ -131,6 +146,12 @@ class ClassInfo:
     bases: list[str] = field(default_factory=list)
     ready: bool = False
     module: "ModuleAnalysis | None" = None
+
+
+def frozen_ok(t: Taint) -> bool:
+    """Taints that survive being computed once (import time, ``__init__``): orderings, symbolic
+    parameters, and template expressions that are evaluated each time the template renders."""
+    return t.label == "unordered" or t.param >= 0 or t.report_at is not None
 
 
 def _const_str(val: Val | None) -> str | None:
