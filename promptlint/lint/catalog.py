@@ -271,8 +271,9 @@ _SHAPE_TOKENS = (
     r"""|\bSystem(?:Message|Content|Prompt|PromptPart|MessagePromptTemplate)\s*\("""
     r"""|\(\s*["']system["']\s*,"""
     r"""|["'](?:system|instructions|system_instruction|systemInstruction|preamble)["']\s*:"""
-    r"""|\b(?:system|instructions|system_prompt|system_instruction|preamble)\s*=\s*[^=\s]"""
+    r"""|\b(?:system|system_prompt|system_instruction|preamble)=(?!=)"""
     r"""|\{[{%][^}\n]{0,80}\bnow\s*\("""
+    r"""|["'](?:input_schema|inputSchema)["']\s*:|["']parameters["']\s*:\s*\{\s*["']type["']"""
 )
 
 

@@ -116,6 +116,9 @@ class Calls:
         if method == "join" and args:
             consumed = tuple(self._consumed(t, node.args[0]) if t.label == "unordered" else t for t in args[0].taints)
             return Val(merge(recv_val.taints, consumed), node=node)
+        if method == "sort" and isinstance(node.func, ast.Attribute):  # `parts.sort()`: ordered in place
+            self._update_container(node.func.value, recv_val.keep(lambda t: t.label != "unordered"))
+            return Val(node=node)
         if method in _MUTATORS and isinstance(node.func, ast.Attribute):
             self._mutate(node, recv_val, method, args, kwargs)
             return Val(node=node)
@@ -149,7 +152,7 @@ class Calls:
     def check_call_shape(self, node: ast.Call, origin: str | None, args: list[Val], kwargs: dict[str, Val]) -> None:
         """Stable layers recognised by the call's shape, whatever library it belongs to."""
         tail = (origin or "").rsplit(".", 1)[-1].rstrip("()") if origin else (
-            node.func.attr if isinstance(node.func, ast.Attribute) else "")
+            node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", ""))
         if tail in _SYSTEM_CLASSES or (isinstance(node.func, ast.Attribute) and node.func.value is not None
                                        and getattr(node.func.value, "id", getattr(node.func.value, "attr", "")) in _SYSTEM_CLASSES):
             text = kwargs.get("content") or kwargs.get("text") or kwargs.get("template") or (args[0] if args else None)
@@ -213,8 +216,9 @@ class Calls:
         if items is not None:
             if method == "append" and args:
                 items = items + [args[0]]
-            elif method == "extend" and args and args[0].items is not None:
-                items = items + args[0].items
+            elif method == "extend" and args:
+                # Unknown items (history) still take places: what is appended later comes after them.
+                items = items + (args[0].items if args[0].items is not None else [Val(args[0].taints)])
             elif method == "insert" and len(args) == 2 and isinstance(args[0].const, int):
                 items = list(items)
                 items.insert(args[0].const, args[1])

@@ -1,0 +1,254 @@
+"""How real agents put volatile bytes into stable layers (issue 14), each reduced to a small example
+written for this suite: prompts built where no SDK is imported, recognised by shape or by name,
+builders that keep state, lifetimes, newer syntax."""
+
+from __future__ import annotations
+
+import pytest
+
+from promptlint.lint.engine import lint_paths, lint_source
+from promptlint.lint.diagnostic import Settings
+
+
+def codes(source: str) -> list[str]:
+    return sorted(d.code for d in lint_source(source))
+
+
+def messages(source: str) -> list[str]:
+    return [d.message for d in lint_source(source)]
+
+
+# ------------------------------------------------------------------ shapes, no SDK imported
+@pytest.mark.parametrize("message", [
+    '{"role": "system", "content": text}',
+    'dict(role="system", content=text)',
+    'Message(role="system", content=text)',
+    'ChatMessage(role=MessageRole.SYSTEM, content=text)',
+    'SystemMessage(content=text)',
+    '{"role": "developer", "content": [{"type": "text", "text": text}]}',
+])
+def test_a_system_message_is_a_sink_in_a_builder_that_imports_no_sdk(message):
+    source = f'''from datetime import datetime
+
+class ContextBuilder:
+    def build_messages(self, history):
+        text = "You are helpful. Now: " + datetime.now().isoformat()
+        return [{message}, *history]
+'''
+    found = lint_source(source)
+    assert [d.code for d in found] == ["PC101"]
+    assert "recognised by its shape" in found[0].message
+
+
+def test_a_leading_system_pair_is_a_sink():
+    assert codes('''import time
+
+def messages(question):
+    return [("system", f"Started {time.time()}"), ("human", question)]
+''') == ["PC101"]
+
+
+def test_a_request_payload_sent_through_httpx_is_a_sink():
+    found = lint_source('''import uuid
+import httpx
+
+def ask(text):
+    payload = {"model": "m", "max_tokens": 10, "system": f"Request {uuid.uuid4()}",
+               "messages": [{"role": "user", "content": text}]}
+    return httpx.post("https://example.invalid/v1/messages", json=payload)
+''')
+    assert [d.code for d in found] == ["PC201"] and "request shape" in found[0].message
+
+
+def test_a_provider_adapter_call_with_system_and_model_keywords_is_a_sink():
+    assert codes('''from datetime import date
+
+class Adapter:
+    def chat(self, text):
+        return self.provider.complete(model=self.model, system=f"Today is {date.today()}", messages=[text])
+''') == ["PC101"]
+
+
+def test_a_stored_record_with_tools_and_messages_keys_is_not_a_request():
+    assert codes('''import time
+
+def record(run):
+    return {"tools": run.tools, "messages": run.messages, "created_at": time.time()}
+''') == []
+
+
+def test_a_tool_definition_shape_is_a_sink():
+    assert codes('''from datetime import datetime
+
+def get_spec():
+    return [{"name": "weather", "description": f"Today is {datetime.today():%A}",
+             "parameters": {"type": "object", "properties": {}}}]
+''') == ["PC101"]
+
+
+def test_a_system_message_appended_after_history_is_volatile_by_position():
+    assert codes('''from datetime import datetime
+
+def build(history, user):
+    messages = [{"role": "system", "content": "Be brief."}]
+    messages.extend(history)
+    messages.append({"role": "user", "content": user})
+    messages.append({"role": "system", "content": f"Reminder at {datetime.now()}"})
+    return messages
+''') == []
+
+
+# ------------------------------------------------------------------ names
+def test_a_function_named_for_the_system_prompt_returns_a_stable_layer():
+    found = lint_source('''import random
+
+def build_system_prompt(persona):
+    return f"You are {persona}. Lucky number {random.randint(1, 9)}."
+''')
+    assert [d.code for d in found] == ["PC201"] and "recognised by the name `build_system_prompt()`" in found[0].message
+
+
+def test_an_attribute_named_for_the_instructions_written_per_request():
+    assert codes('''from datetime import datetime
+
+class Agent:
+    def turn(self, text):
+        self.instructions = f"Be brief. {datetime.now():%H:%M}"
+        return self.run(text)
+''') == ["PC101"]
+
+
+# ------------------------------------------------------------------ builders keep state
+def test_gather_unpacking_keeps_each_result_to_its_own_name():
+    assert codes('''import asyncio
+from datetime import datetime
+
+async def stable():
+    return "Rules."
+
+async def clock():
+    return datetime.now().isoformat()
+
+async def build():
+    rules, stamp = await asyncio.gather(stable(), clock())
+    return [{"role": "system", "content": rules}, {"role": "user", "content": stamp}]
+''') == []
+
+
+def test_a_clock_after_a_format_with_many_helper_arguments_is_kept():
+    assert codes('''from datetime import datetime
+
+def a(x): return x
+def b(x): return x
+def c(x): return x
+
+def build(p, q, r, s, t, u, v):
+    text = "{}{}{}{}{}{}{}".format(a(p), b(q), c(r), a(s), b(t), c(u), a(v))
+    text += f" Now {datetime.now()}"
+    return [{"role": "system", "content": text}]
+''') == ["PC101"]
+
+
+def test_ainvoke_fills_a_system_template_like_invoke():
+    assert codes('''from datetime import datetime, timezone
+from langchain_core.prompts import ChatPromptTemplate
+
+async def respond(config, state, model):
+    prompt = ChatPromptTemplate.from_messages([("system", config.system_prompt), ("placeholder", "{messages}")])
+    value = await prompt.ainvoke({"messages": state.messages, "system_time": datetime.now(tz=timezone.utc).isoformat()})
+    return await model.ainvoke(value)
+''') == ["PC101"]
+
+
+def test_a_clock_that_only_chooses_constant_text_is_a_source():
+    assert codes('''from datetime import datetime
+
+def build_system_prompt():
+    now = datetime.now()
+    if now.hour < 12:
+        greeting = "Good morning."
+    else:
+        greeting = "Good evening."
+    return "You are a concierge. " + greeting
+''') == ["PC101"]
+
+
+def test_path_glob_as_a_method_is_an_ordering_source():
+    assert codes('''from pathlib import Path
+
+def build_system_prompt(root: Path):
+    return "\\n".join(p.read_text() for p in root.glob("skills/*.md"))
+''') == ["PC501"]
+
+
+# ------------------------------------------------------------------ lifetimes (FIELD.md)
+def test_a_value_computed_in_init_is_frozen_for_the_object():
+    assert codes('''from datetime import datetime
+
+class Assistant:
+    def __init__(self):
+        self.started = datetime.now().isoformat()
+
+    def build_messages(self, history):
+        return [{"role": "system", "content": f"Session started {self.started}"}, *history]
+''') == []
+
+
+def test_a_value_computed_at_import_is_frozen_for_the_process():
+    assert codes('''from datetime import date
+
+SYSTEM = f"Deployed {date.today()}"
+
+def build_messages(history):
+    return [{"role": "system", "content": SYSTEM}, *history]
+''') == []
+
+
+def test_a_parameter_stored_by_init_is_not_another_methods_parameter():
+    assert codes('''from datetime import datetime
+
+class Builder:
+    def __init__(self, persona):
+        self.persona = persona
+
+    def build(self, stamp):
+        return [{"role": "system", "content": self.persona}, {"role": "user", "content": stamp}]
+
+def turn():
+    return Builder("Ada").build(datetime.now().isoformat())
+''') == []
+
+
+def test_a_volatile_key_selects_it_does_not_become_the_value():
+    assert codes('''CACHE = {}
+
+def build(agent):
+    text = CACHE[id(agent)]
+    return [{"role": "system", "content": text}]
+''') == []
+
+
+# ------------------------------------------------------------------ newer syntax
+NEWER = '''from datetime import datetime
+
+type Messages = list[dict]
+
+class Builder[T]:
+    def build(self, data: dict) -> Messages:
+        return [{"role": "system", "content": f"{data["persona"]} at {datetime.now()}"}]
+'''
+
+
+def test_python_312_syntax_is_analysed_on_any_interpreter():
+    found = lint_source(NEWER)
+    assert [d.code for d in found] == ["PC101"]
+
+
+def test_code_no_python_accepts_is_pc001_alone_and_in_its_folder(tmp_path):
+    (tmp_path / "broken.py").write_text('def f(:\n    return {"role": "system", "content": 1}\n')
+    (tmp_path / "newer.py").write_text(NEWER)
+    alone = lint_paths([str(tmp_path / "broken.py")], Settings(root=str(tmp_path)), use_cache=False, jobs=1)
+    folder = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1)
+    assert [d.code for d in alone.diagnostics] == ["PC001"]
+    assert sorted((d.path.rsplit("/", 1)[-1], d.code) for d in folder.diagnostics) == [
+        ("broken.py", "PC001"), ("newer.py", "PC101")]
