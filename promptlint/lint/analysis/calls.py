@@ -54,7 +54,10 @@ class Calls:
                 kwargs[kw.arg] = self.eval(kw.value)
         origin = func.origin
         call_origin = f"{origin}()" if origin else None
-        sends = isinstance(node.func, ast.Attribute) and node.func.attr in _REQUEST_METHODS
+        # A call (not a constructor) of a known sink sends what it is given: `llm.ask(system=...)`.
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        sends = callee in _REQUEST_METHODS or bool(
+            origin and callee[:1].islower() and self.m.catalog.sink_calls.match(origin))
         self.sending += sends
         try:
             if origin:
