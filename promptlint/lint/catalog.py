@@ -380,11 +380,20 @@ def _check_keys(entry: dict, allowed: set[str], where: str) -> None:
         raise CatalogError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
 
 
+#: The rule-file schema this promptlint reads (``version:`` in a rule file; absent means this one).
+RULE_FILE_VERSION = 1
+
+
 def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
     data = _load_yaml(path)
     unknown = set(data) - {"version", "sources", "sinks", "decorators", "checks", "sanitizers", "serializers"}
     if unknown:
         raise CatalogError(f"{path}: unknown section(s) {', '.join(sorted(unknown))}")
+    version = data.get("version", RULE_FILE_VERSION)
+    if version != RULE_FILE_VERSION or isinstance(version, bool):
+        # A newer schema may mean something this promptlint would silently misread.
+        raise CatalogError(f"{path}: unsupported rule file version {version!r}; "
+                           f"this promptlint reads version {RULE_FILE_VERSION}")
     for i, e in enumerate(data.get("sources") or []):
         where = f"{path}: sources[{i}]"
         _check_keys(e, {"id", "code", "label", "note", "calls", "attributes", "methods", "params", "strings", "max_args", "sortable"}, where)
