@@ -46,7 +46,10 @@ def _load_yaml(path: Path) -> dict:
     except UnicodeDecodeError as exc:
         raise CatalogError(f"{path}: rule file is not UTF-8: {exc.reason}") from None
     except yaml.YAMLError as exc:
-        raise CatalogError(f"{path}: invalid YAML: {exc}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        what = getattr(exc, "problem", None) or " ".join(str(exc).split())
+        raise CatalogError(f"{path}: invalid YAML: {what}{where}") from None
     if not isinstance(data, dict):
         raise CatalogError(f"{path}: expected a mapping at the top level")
     return data

@@ -23,7 +23,11 @@ def _split_codes(values: tuple[str, ...]) -> list[str] | None:
 
 
 def _fail(message: str) -> None:
-    click.echo(f"promptlint: error: {message}", err=True)
+    # One line, whatever the message holds: scripts and CI logs read stderr line by line.
+    import re
+
+    one_line = re.sub(r"[ \t]*[\r\n]+[ \t]*", " ", message.strip())
+    click.echo(f"promptlint: error: {one_line}", err=True)
     sys.exit(EXIT_ERROR)
 
 

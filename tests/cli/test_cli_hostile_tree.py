@@ -357,3 +357,12 @@ def test_a_closed_stdout_gives_no_internal_error(project):
     finally:
         os.close(write_end)
     assert gone.returncode in (0, 1) and gone.stderr == ""
+
+
+def test_a_rule_file_that_is_not_yaml_is_one_error_line(project):
+    # Found by the config fuzz campaign: YAML's own message spans several lines.
+    (project / "pyproject.toml").write_text('[tool.promptlint]\nrule-files = ["agent.py"]\n')
+    result = promptlint("lint", "--no-cache", cwd=project)
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith("promptlint: error: ") and "agent.py: invalid YAML: " in line and "(line " in line
