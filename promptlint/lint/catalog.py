@@ -46,7 +46,10 @@ def _load_yaml(path: Path) -> dict:
     except UnicodeDecodeError as exc:
         raise CatalogError(f"{path}: rule file is not UTF-8: {exc.reason}") from None
     except yaml.YAMLError as exc:
-        raise CatalogError(f"{path}: invalid YAML: {exc}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        what = getattr(exc, "problem", None) or " ".join(str(exc).split())
+        raise CatalogError(f"{path}: invalid YAML: {what}{where}") from None
     if not isinstance(data, dict):
         raise CatalogError(f"{path}: expected a mapping at the top level")
     return data
@@ -418,12 +421,21 @@ def _check_keys(entry: dict, allowed: set[str], where: str) -> None:
         raise CatalogError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
 
 
+#: The rule-file schema this promptlint reads (``version:`` in a rule file; absent means this one).
+RULE_FILE_VERSION = 1
+
+
 def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
     data = _load_yaml(path)
     unknown = set(data) - {"version", "sources", "sinks", "decorators", "checks", "sanitizers", "serializers",
                            "stable_names"}
     if unknown:
         raise CatalogError(f"{path}: unknown section(s) {', '.join(sorted(unknown))}")
+    version = data.get("version", RULE_FILE_VERSION)
+    if version != RULE_FILE_VERSION or isinstance(version, bool):
+        # A newer schema may mean something this promptlint would silently misread.
+        raise CatalogError(f"{path}: unsupported rule file version {version!r}; "
+                           f"this promptlint reads version {RULE_FILE_VERSION}")
     for i, e in enumerate(data.get("sources") or []):
         where = f"{path}: sources[{i}]"
         _check_keys(e, {"id", "code", "label", "note", "calls", "attributes", "methods", "params", "strings", "max_args", "sortable"}, where)

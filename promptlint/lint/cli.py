@@ -23,7 +23,11 @@ def _split_codes(values: tuple[str, ...]) -> list[str] | None:
 
 
 def _fail(message: str) -> None:
-    click.echo(f"promptlint: error: {message}", err=True)
+    # One line, whatever the message holds: scripts and CI logs read stderr line by line.
+    import re
+
+    one_line = re.sub(r"[ \t]*[\r\n]+[ \t]*", " ", message.strip())
+    click.echo(f"promptlint: error: {one_line}", err=True)
     sys.exit(EXIT_ERROR)
 
 
@@ -41,6 +45,10 @@ def _guarded(run):
     except BrokenPipeError:
         _silence_stdout()
         sys.exit(EXIT_CLEAN)
+    except OSError as exc:  # -o into a missing folder, a full disk...: the OS said why
+        if os.environ.get("PROMPTLINT_DEBUG"):
+            raise
+        _fail(f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else f"{type(exc).__name__}: {exc}")
     except KeyboardInterrupt:
         click.echo("promptlint: interrupted", err=True)
         sys.exit(EXIT_ERROR)
@@ -52,21 +60,10 @@ def _guarded(run):
 
 # ------------------------------------------------------------------------- writing
 def write_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temp file in the same folder and ``os.replace``."""
-    import tempfile
+    """Write ``data`` to the regular file ``path`` through a temp file in the same folder and ``os.replace``."""
+    from promptlint.lint.writing import replace_atomically
 
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        if os.path.exists(path):
-            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    replace_atomically(path, data)
 
 
 class Progress:
@@ -120,8 +117,13 @@ def planned_fixes(diagnostics) -> dict[str, list]:
     return {path: list(fixes.values()) for path, fixes in sorted(plan.items())}
 
 
-def apply_fixes(plan: dict[str, list], *, write: bool) -> tuple[list[str], list[str]]:
-    """Apply planned fixes; returns (unified diffs, error lines). Writes only when ``write``."""
+def apply_fixes(plan: dict[str, list], *, write: bool, allowed: list[str] | None = None) -> tuple[list[str], list[str]]:
+    """Apply planned fixes; returns (unified diffs, error lines). Writes only when ``write``.
+
+    A file outside ``allowed`` (the paths given on the command line), a read-only file or one
+    that would not parse after fixing is reported as ``path: not fixed: reason`` and left
+    alone, with ``--diff`` as with ``--fix``.
+    """
     import ast
     import difflib
 
@@ -134,6 +136,7 @@ def apply_fixes(plan: dict[str, list], *, write: bool) -> tuple[list[str], list[
     except ImportError as exc:
         _fail(f"fixes are not available in this installation ({exc})")
     from promptlint.lint.source import SourceError, declared_encoding, decode_source
+    from promptlint.lint.writing import why_not_writable, write_source
 
     for path, fixes in plan.items():
         try:
@@ -147,10 +150,18 @@ def apply_fixes(plan: dict[str, list], *, write: bool) -> tuple[list[str], list[
         except (OSError, SourceError, FixError, SyntaxError, ValueError) as exc:
             errors.append(f"{path}: not fixed: {exc}")
             continue
+        refusal = why_not_writable(path, allowed)
+        if refusal is not None:
+            errors.append(f"{path}: not fixed: {refusal}")
+            continue
         diffs.append("".join(difflib.unified_diff(
             text.splitlines(keepends=True), fixed.splitlines(keepends=True), f"a/{path}", f"b/{path}")))
         if write:
-            write_atomic(path, fixed.encode(declared_encoding(raw)))
+            try:
+                write_source(path, fixed.encode(declared_encoding(raw)))
+            except OSError as exc:
+                diffs.pop()
+                errors.append(f"{path}: not fixed: {exc.strerror or exc}")
     return diffs, errors
 
 
@@ -168,9 +179,9 @@ def apply_fixes(plan: dict[str, list], *, write: bool) -> tuple[list[str], list[
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--statistics", is_flag=True, help="Print the number of findings per code instead of the findings.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only findings (no summary, no fix report).")
-@click.option("--output-file", "-o", type=click.Path(dir_okay=False), help="Write the report to this file (atomically).")
+@click.option("--output-file", "-o", type=click.Path(dir_okay=False), help="Write the report to this file (regular files atomically).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write .promptlint_cache/.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: all cores).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default and maximum: the usable cores).")
 @click.option("--fix", is_flag=True, help="Apply safe fixes, then report what remains.")
 @click.option("--diff", is_flag=True, help="Print the safe fixes as a unified diff; change nothing.")
 def lint(paths, fmt, config_path, select, ignore, extend_select, exclude, extend_exclude, exit_zero, statistics,
@@ -183,6 +194,8 @@ def lint(paths, fmt, config_path, select, ignore, extend_select, exclude, extend
     }
     if fix and diff:
         raise click.UsageError("--fix and --diff cannot be used together")
+    if select and not overrides["select"]:
+        raise click.UsageError("--select needs at least one rule code or prefix (e.g. --select PC)")
     code = _guarded(lambda: _run_lint(paths, fmt, config_path, overrides, exit_zero, statistics, quiet, output_file,
                                       not no_cache, jobs, fix, diff))
     sys.exit(code)
@@ -196,7 +209,7 @@ def _run_lint(paths, fmt, config_path, overrides, exit_zero, show_statistics, qu
     from promptlint.lint.output import render, render_text, statistics
 
     settings = load_settings(paths, config_path, overrides)
-    progress = Progress() if sys.stderr.isatty() else None
+    progress = Progress() if sys.stderr is not None and sys.stderr.isatty() else None
 
     def run():
         try:
@@ -207,7 +220,7 @@ def _run_lint(paths, fmt, config_path, overrides, exit_zero, show_statistics, qu
 
     report = run()
     if diff:
-        diffs, errors = apply_fixes(planned_fixes(report.diagnostics), write=False)
+        diffs, errors = apply_fixes(planned_fixes(report.diagnostics), write=False, allowed=paths)
         for line in errors:
             click.echo(line, err=True)
         _emit("".join(diffs), output_file)
@@ -216,7 +229,7 @@ def _run_lint(paths, fmt, config_path, overrides, exit_zero, show_statistics, qu
         return EXIT_FINDINGS if diffs and not exit_zero else EXIT_CLEAN
     fixed_note = ""
     if fix:
-        diffs, errors = apply_fixes(planned_fixes(report.diagnostics), write=True)
+        diffs, errors = apply_fixes(planned_fixes(report.diagnostics), write=True, allowed=paths)
         for line in errors:
             click.echo(line, err=True)
         if diffs:
@@ -225,7 +238,8 @@ def _run_lint(paths, fmt, config_path, overrides, exit_zero, show_statistics, qu
             fixed_note = f"Fixed {before - len(report.diagnostics)} finding(s) in {len(diffs)} file(s)."
     diagnostics = report.diagnostics
     to_stdout = output_file is None
-    color = to_stdout and fmt == "text" and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    color = (to_stdout and fmt == "text" and sys.stdout is not None and sys.stdout.isatty()
+             and "NO_COLOR" not in os.environ)
     if show_statistics:
         body = statistics(diagnostics, "json" if fmt == "json" else "text")
     elif fmt == "text":
@@ -246,13 +260,17 @@ def _silence_stdout() -> None:
 
 def _emit(body: str, output_file: str | None) -> None:
     if output_file is None:
+        if sys.stdout is None:  # started with stdout closed (`>&-`): nowhere to print
+            return
         try:
             click.echo(body, nl=False)
             sys.stdout.flush()
         except BrokenPipeError:
             _silence_stdout()
     else:
-        write_atomic(output_file, body.encode("utf-8"))
+        from promptlint.lint.writing import write_report
+
+        write_report(output_file, body.encode("utf-8", "backslashreplace"))
 
 
 # ----------------------------------------------------------------------------- rules

@@ -59,6 +59,8 @@ def _read_toml(path: str) -> dict:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: config file is not UTF-8: {exc.reason}") from None
+    except RecursionError:  # tomllib recurses once per level of nested arrays and tables
+        raise ConfigError(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
 
 
 def _section(path: str, data: dict) -> dict | None:

@@ -4,10 +4,16 @@ Excludes are shell globs matched against every path component (``build`` prunes 
 named build) and against the path relative to ``Settings.root`` (``fixtures/apps/*``).
 Like ruff without ``--force-exclude``, a file named explicitly on the command line is linted
 even when an exclude matches it: asking for a file by name is taken at its word.
+
+One bad entry never aborts the walk: a ``*.py`` symlink that loops is collected (reading it
+gives a PC003 finding), and a folder that cannot be listed is handed back to the caller,
+which reports it (PC003) instead of skipping it silently. Dangling ``*.py`` links are
+skipped, as ruff skips them. Symlinked folders are not followed.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 
 from promptlint.lint.catalog import glob_match
@@ -32,9 +38,18 @@ def _join(directory: str, name: str) -> str:
     return name if directory == "." else directory + os.sep + name
 
 
-def collect_files(paths: list[str], settings: Settings) -> list[str]:
+def _loops(path: str) -> bool:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
+
+
+def collect_files(paths: list[str], settings: Settings, unreadable: list[tuple[str, str]] | None = None) -> list[str]:
     """Python files (``*.py``) under ``paths``, sorted and without duplicates.
 
+    Folders that cannot be listed are appended to ``unreadable`` as ``(folder, reason)``.
     Raises ``FileNotFoundError`` naming the first path that does not exist.
     """
     patterns = exclude_patterns(settings)
@@ -53,7 +68,7 @@ def collect_files(paths: list[str], settings: Settings) -> list[str]:
     found: dict[str, str] = {}  # absolute path -> path as shown
     for given in paths or ["."]:
         path = os.path.normpath(given)
-        if os.path.isfile(path):
+        if os.path.isfile(path) or _loops(path):
             found.setdefault(os.path.abspath(path), path)
             continue
         if not os.path.isdir(path):
@@ -66,8 +81,10 @@ def collect_files(paths: list[str], settings: Settings) -> list[str]:
             directory = stack.pop()
             try:
                 entries = list(os.scandir(directory))
-            except OSError:
-                continue  # unreadable folder: nothing to lint in it
+            except OSError as exc:
+                if unreadable is not None:
+                    unreadable.append((directory, exc.strerror or str(exc)))
+                continue
             for entry in entries:
                 name = entry.name
                 child = _join(directory, name)
@@ -78,6 +95,15 @@ def collect_files(paths: list[str], settings: Settings) -> list[str]:
                 if is_dir:
                     if not excluded(child, name):
                         stack.append(child)
-                elif name.endswith(".py") and entry.is_file() and not excluded(child, name):
+                elif name.endswith(".py") and _is_file(entry) and not excluded(child, name):
                     found.setdefault(base + os.sep + child[cut:], child)
     return sorted(found.values())
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    # A link loop raises (a dangling link is just "not a file"): keep it, so that reading
+    # it reports the file (PC003) instead of aborting the run.
+    try:
+        return entry.is_file()
+    except OSError:
+        return True

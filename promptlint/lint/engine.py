@@ -68,21 +68,60 @@ def analyze_file(path: str, text: str, project, extra_names: frozenset[str] = fr
     except (ValueError, MemoryError, RecursionError) as exc:
         return FileResult([_meta(path, "PC001", str(exc) or type(exc).__name__)], analyzed=True)
     try:
-        module = project.analysis(path, text, tree)
-        if module is None:
-            return FileResult([_meta(path, "PC004", "module could not be built")], analyzed=True)
-        module.run(extra_names)
-        found = list(module.diagnostics)
-        for dep in sorted(module.failed_deps):
-            code, detail, line, col = project.failed[dep]
-            found.append(_meta(display_path(dep), code, detail, line, col))
-        return FileResult(found, sorted(d for d in module.deps if d != path), True, module.param_sink_functions())
+        return in_deep_stack(_analyze_tree, path, text, tree, project, extra_names)
     except RecursionError:
         return FileResult([_meta(path, "PC004", "expression nesting too deep")], analyzed=True)
     except Exception as exc:  # noqa: BLE001 - an internal error is reported for this file, never fatal
         if getattr(project, "strict", False):
             raise
         return FileResult([_meta(path, "PC004", f"{type(exc).__name__}: {exc}")], analyzed=True)
+
+
+def _analyze_tree(path: str, text: str, tree, project, extra_names: frozenset[str]) -> FileResult:
+    module = project.analysis(path, text, tree)
+    if module is None:
+        return FileResult([_meta(path, "PC004", "module could not be built")], analyzed=True)
+    module.run(extra_names)
+    found = list(module.diagnostics)
+    for dep in sorted(module.failed_deps):
+        code, detail, line, col = project.failed[dep]
+        found.append(_meta(display_path(dep), code, detail, line, col))
+    return FileResult(found, sorted(d for d in module.deps if d != path), True, module.param_sink_functions())
+
+
+# The parser accepts expressions about 3,000 levels deep (at the default recursion limit);
+# the analysis recurses a few frames per level. It runs on a thread of its own with a large
+# stack and a recursion limit to match, so everything CPython compiles is analysed.
+DEEP_RECURSION_LIMIT = 30_000
+DEEP_STACK_BYTES = 256 * 1024 * 1024  # address space reserved, not memory used
+_DEEP: dict = {}
+
+
+def in_deep_stack(func, *args):
+    """``func(*args)`` on this process's deep-stack thread, with the raised recursion limit."""
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    executor = _DEEP.get(os.getpid())  # threads do not survive a fork: one executor per process
+    if executor is None:
+        import threading
+
+        previous = threading.stack_size(DEEP_STACK_BYTES)
+        try:
+            executor = _DEEP[os.getpid()] = ThreadPoolExecutor(1, thread_name_prefix="promptlint-analysis")
+            executor.submit(lambda: None).result()  # start the thread while the stack size is set
+        finally:
+            threading.stack_size(previous)
+
+    def call():
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, DEEP_RECURSION_LIMIT))
+        try:
+            return func(*args)
+        finally:
+            sys.setrecursionlimit(limit)
+
+    return executor.submit(call).result()
 
 
 # --------------------------------------------------------------------- workers
@@ -124,14 +163,32 @@ def _second_pass(item: tuple[str, frozenset[str]]) -> tuple[str, FileResult, str
     return path, result, _imported_modules(text)
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS tells, else all)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def worker_count(jobs: int | None, files: int) -> int:
+    """Worker processes for ``files`` files: ``jobs`` (default: every usable core), clamped to
+    the usable cores and to the work (at least ``PARALLEL_THRESHOLD // 2`` files per worker;
+    below ``PARALLEL_THRESHOLD`` files one process does it all), as ruff and pytest-xdist do.
+    More processes than cores only add start-up and switching costs."""
+    if files < PARALLEL_THRESHOLD:
+        return 1
+    return max(1, min(jobs or usable_cores(), usable_cores(), files // (PARALLEL_THRESHOLD // 2)))
+
+
 class _Workers:
     """Runs file tasks in this process or on a pool kept for the whole run, so later rounds
     reuse the helper-module summaries the workers already built."""
 
     def __init__(self, settings: Settings, roots: list[str], jobs: int | None, strict: bool, files: int):
         self.settings, self.roots, self.strict = settings, roots, strict
-        self.jobs = jobs or os.cpu_count() or 1
-        self.parallel = self.jobs > 1 and files >= PARALLEL_THRESHOLD
+        self.jobs = worker_count(jobs, files)
+        self.parallel = self.jobs > 1
         self.pool = None
 
     def map(self, func, items: list):
@@ -195,13 +252,23 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
     from promptlint.lint.catalog import known_codes
     from promptlint.lint.discover import collect_files
 
-    files = collect_files(list(paths), settings)
+    from promptlint.lint.project import import_roots
+
+    unreadable: list[tuple[str, str]] = []
+    files = collect_files(list(paths), settings, unreadable)
+    # Fixed before any analysis: what an import resolves to must not depend on scheduling.
+    roots = sorted({*(os.path.abspath(r) for r in settings.src), *import_roots(files)})
     cache = None
     if use_cache:
+        import hashlib
+
         from promptlint.lint.catalog import settings_fingerprint
         from promptlint.lint.result_cache import CACHE_DIR, LintCache
 
-        cache = LintCache(os.path.join(os.path.abspath(settings.root or "."), CACHE_DIR), settings_fingerprint(settings))
+        # Results depend on the import roots too: a new top-level folder may change what resolves.
+        roots_digest = hashlib.sha256("\0".join(roots).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        cache = LintCache(os.path.join(os.path.abspath(settings.root or "."), CACHE_DIR),
+                          f"{settings_fingerprint(settings)}-{roots_digest}")
     results: dict[str, FileResult] = {}
     imports: dict[str, str] = {}
     pending: list[str] = []
@@ -211,7 +278,6 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
             results[path], imports[path] = hit
             continue
         pending.append(path)
-    roots = list(settings.src)
     workers = _Workers(settings, roots, jobs, strict, len(pending))
     analyzed_count = 0
     done = len(files) - len(pending)
@@ -246,8 +312,12 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
             if path in results:
                 cache.store(path, results[path], imports.get(path, ""))
         cache.save()
-    diagnostics: list[Diagnostic] = []
     from promptlint.lint.config import is_selected
+
+    diagnostics: list[Diagnostic] = [
+        d for folder, reason in unreadable
+        for d in [_meta(folder, "PC003", f"cannot read folder ({reason}); the files in it were not linted")]
+        if is_selected(d.code, d.path, settings)]
 
     for path in files:
         result = results[path]

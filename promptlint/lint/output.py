@@ -20,6 +20,32 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _RESET, _BOLD, _DIM, _RED, _YELLOW, _CYAN = "\x1b[0m", "\x1b[1m", "\x1b[2m", "\x1b[31m", "\x1b[33m", "\x1b[36m"
 
 
+def readable(text: str) -> str:
+    """``text`` as valid Unicode: the undecodable bytes of a file name (held as lone surrogates,
+    PEP 383) become backslash escapes, ``b"bad\\xff.py"`` -> ``bad\\xff.py``, so every format
+    stays valid UTF-8 (and JSON stays JSON)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that is not an escaped byte
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def readable_diagnostic(d: Diagnostic) -> Diagnostic:
+    """``d`` with every path and text field passed through ``readable``."""
+    from dataclasses import replace
+
+    fix = None if d.fix is None else replace(d.fix, path=readable(d.fix.path), description=readable(d.fix.description))
+    return replace(d, path=readable(d.path), message=readable(d.message), fix=fix,
+                   trace=tuple(replace(s, path=readable(s.path), note=readable(s.note)) for s in d.trace))
+
+
 def is_fixable(d: Diagnostic) -> bool:
     """Whether ``--fix`` applies this diagnostic's fix (only safe fixes are applied)."""
     return d.fix is not None and d.fix.safe
@@ -35,7 +61,7 @@ def render(diagnostics: list[Diagnostic], fmt: str, *, rules: dict[str, RuleDoc]
     if fmt == "sarif":
         return json.dumps(sarif_log(diagnostics, rules, root), indent=2, ensure_ascii=False) + "\n"
     if fmt == "github":
-        return "".join(github_annotation(d) + "\n" for d in diagnostics)
+        return "".join(github_annotation(readable_diagnostic(d)) + "\n" for d in diagnostics)
     raise ValueError(f"unknown output format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
@@ -54,7 +80,7 @@ def step_role(index: int, count: int) -> str:
 def render_text(diagnostics: list[Diagnostic], *, color: bool = False, summary: bool = True) -> str:
     """``path:line:col: CODE message`` lines with the indented trace, then a summary line."""
     lines: list[str] = []
-    for d in diagnostics:
+    for d in map(readable_diagnostic, diagnostics):
         where = _paint(f"{d.path}:{d.line}:{d.column}:", _BOLD, color)
         code = _paint(d.code, _RED if d.severity == "error" else _YELLOW, color)
         marker = " [*]" if is_fixable(d) else ""
@@ -81,6 +107,7 @@ def summary_line(diagnostics: list[Diagnostic]) -> str:
 # ----------------------------------------------------------------------------- json
 def diagnostic_dict(d: Diagnostic) -> dict:
     """The JSON object of one diagnostic (documented field by field in docs/cli.md)."""
+    d = readable_diagnostic(d)
     return {
         "path": d.path,
         "line": d.line,
@@ -105,10 +132,19 @@ def _uri(path: str, root: str) -> str:
     try:
         rel = os.path.relpath(absolute, os.path.abspath(root))
     except ValueError:
-        return Path(absolute).as_uri()
+        rel = ".."
     if rel.startswith(".."):
+        return _file_uri(absolute)
+    # The name's own bytes, percent-encoded: a name that is not UTF-8 keeps its identity.
+    return quote(os.fsencode(rel).replace(os.sep.encode(), b"/"))
+
+
+def _file_uri(absolute: str) -> str:
+    from urllib.parse import quote
+
+    if os.name == "nt":
         return Path(absolute).as_uri()
-    return quote(rel.replace(os.sep, "/"))
+    return "file://" + quote(os.fsencode(absolute))
 
 
 def _location(path: str, line: int, column: int, end_line: int, end_column: int, root: str) -> dict:
@@ -154,26 +190,27 @@ def sarif_log(diagnostics: list[Diagnostic], rules: dict[str, RuleDoc], root: st
         index[code] = len(descriptors)
         descriptors.append(_rule_descriptor(doc))
     results = []
-    for d in diagnostics:
+    for raw in diagnostics:
+        d = readable_diagnostic(raw)
         result: dict = {
             "ruleId": d.code,
             "level": d.severity,
             "message": {"text": d.message},
-            "locations": [_location(d.path, d.line, d.column, d.end_line, d.end_column, root)],
+            "locations": [_location(raw.path, d.line, d.column, d.end_line, d.end_column, root)],
         }
         if d.code in index:
             result["ruleIndex"] = index[d.code]
         if d.trace:
             steps = []
-            for i, s in enumerate(d.trace):
-                location = _location(s.path, s.line, s.column, s.line, 0, root)
+            for i, (s, raw_step) in enumerate(zip(d.trace, raw.trace)):
+                location = _location(raw_step.path, s.line, s.column, s.line, 0, root)
                 location["message"] = {"text": f"{step_role(i, len(d.trace))}: {s.note}"}
                 steps.append({"location": location})
             result["codeFlows"] = [{"threadFlows": [{"locations": steps}]}]
         if d.fix is not None:
             result["properties"] = {"fix": {"kind": d.fix.kind, "safe": d.fix.safe, "description": d.fix.description}}
         results.append(result)
-    root_uri = Path(os.path.abspath(root)).as_uri().rstrip("/") + "/"
+    root_uri = _file_uri(os.path.abspath(root)).rstrip("/") + "/"
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",

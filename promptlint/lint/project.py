@@ -19,8 +19,29 @@ from promptlint.lint.source import SourceError, decode_source, display_path, par
 _TEMPLATE_DIRS = ("", "templates", "prompts", "prompt", "config", "configs")
 
 
+def import_roots(files: list[str]) -> list[str]:
+    """The folders imports are resolved from: for each file, the nearest folder above it
+    without ``__init__.py``. Computed once from the whole file list, before any analysis, so
+    that what ``import helpers`` resolves to never depends on which files a worker met first."""
+    roots: set[str] = set()
+    seen: set[str] = set()
+    for path in files:
+        directory = os.path.dirname(os.path.abspath(path))
+        if directory in seen:
+            continue
+        seen.add(directory)
+        while os.path.isfile(os.path.join(directory, "__init__.py")):
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                break
+            directory = parent
+        roots.add(directory)
+    return sorted(roots)
+
+
 class Project:
-    """Module resolution against the project's import roots, with per-worker memo tables."""
+    """Module resolution against the project's import roots (fixed for the run: ``src`` plus
+    ``import_roots`` of the linted files), with per-worker memo tables."""
 
     def __init__(self, catalog: Catalog, roots: list[str] | None = None, strict: bool = False, max_file_bytes: int = 2_000_000):
         self.catalog = catalog
@@ -55,7 +76,6 @@ class Project:
             parts.insert(0, name)
             if not name:
                 break
-        self._roots.add(directory)
         return ".".join(parts)
 
     def _find_module_file(self, name: str) -> str | None:

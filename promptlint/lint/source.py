@@ -46,7 +46,26 @@ def decode_source(raw: bytes) -> str:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise SourceError("PC002", f"{encoding} (line {line}: {exc.reason})") from None
+    except LookupError:
+        # rot13, hex, base64, zlib, uu...: codecs that exist but are not text encodings;
+        # Python's tokenizer refuses them too.
+        raise SourceError("PC002", f"text: the coding cookie names {encoding!r}, which is not a text encoding") from None
+    except (UnicodeError, ValueError) as exc:  # a text codec that fails in its own way
+        raise SourceError("PC002", f"{encoding} ({exc})") from None
     return text
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines of Python source as the tokenizer counts them: split on ``\\n``, ``\\r\\n`` and
+    ``\\r`` only (``str.splitlines`` also splits on form feeds, U+2028 and others, which
+    shifts every line number after them)."""
+    lines = _LINE_BREAK.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()  # a final line break ends the last line, it does not start a new one
+    return lines
 
 
 def display_path(path: str) -> str:

@@ -1,15 +1,29 @@
-"""Robustness: the analyzer survives any syntactically valid program (hypothesmith)."""
+"""Robustness: the analyzer survives any syntactically valid program (hypothesmith) and gives
+the same findings when it lints the same program again.
+
+Small by default; ``PROMPTLINT_FUZZ_EXAMPLES=N`` runs N examples per strategy (a campaign:
+``PROMPTLINT_FUZZ_EXAMPLES=1500 pytest tests/lint/test_analyzer_never_raises.py
+tests/lint/test_config_fuzz.py --hypothesis-show-statistics``).
+"""
 
 from __future__ import annotations
+
+import os
 
 import hypothesmith
 from hypothesis import HealthCheck, given, settings
 
-from promptlint.lint.engine import lint_source
 from promptlint.lint.diagnostic import Diagnostic
+from promptlint.lint.engine import lint_source
+
+
+def fuzz_examples(default: int) -> int:
+    """``default`` examples, or ``$PROMPTLINT_FUZZ_EXAMPLES`` for a larger campaign."""
+    return int(os.environ.get("PROMPTLINT_FUZZ_EXAMPLES") or default)
+
 
 QUICK = settings(
-    max_examples=50,
+    max_examples=fuzz_examples(50),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
 )
@@ -30,6 +44,7 @@ def check(source: str) -> None:
         # PC004 is the analyzer catching its own crash: that is the failure this test looks for.
         crashes = [d for d in diagnostics if d.code == "PC004"]
         assert not crashes, crashes[0].message
+        assert lint_source(text) == diagnostics, "a second run of the same program gave other findings"
 
 
 @QUICK
@@ -39,7 +54,7 @@ def test_programs_from_the_grammar_never_crash_the_analyzer(source):
 
 
 # from_node spends ~80 ms generating each program; 30 keeps this test to a few seconds.
-@settings(QUICK, max_examples=30)
+@settings(QUICK, max_examples=fuzz_examples(30))
 @given(hypothesmith.from_node())
 def test_programs_from_libcst_nodes_never_crash_the_analyzer(source):
     check(source)

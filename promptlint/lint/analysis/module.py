@@ -11,6 +11,7 @@ from promptlint.lint.analysis.values import (
 )
 from promptlint.lint.catalog import Catalog
 from promptlint.lint.diagnostic import Diagnostic, TraceStep
+from promptlint.lint.source import source_lines
 
 
 class ModuleAnalysis:
@@ -20,7 +21,7 @@ class ModuleAnalysis:
                  module_name: str = "", report: bool = True):
         self.path = path
         self.text = text
-        self.lines = text.splitlines()
+        self.lines = source_lines(text)
         self.tree = tree
         self.catalog = catalog
         self.project = project
