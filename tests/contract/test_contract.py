@@ -88,13 +88,13 @@ def test_an_unsupported_ttl_is_rejected(small_contract):
 
 
 def test_turn_layers_and_skills_form_one_ephemeral_user_message_before_the_users_message(small_contract):
-    skill = Skill("a-skill", "A.", "Body of A.")
+    skill = Skill("c-skill", "C.", "Body of C.")
     kwargs = small_contract.session(workspace="/w").render(
         "anthropic", turn={"memory": "likes tea"}, skills=[skill], messages=[USER])
     context = kwargs["messages"][kwargs.ephemeral[0]]
     assert kwargs.ephemeral == (0,) and kwargs["messages"][1] == USER
     text = context["content"][0]["text"]
-    assert '<context name="memory">\nlikes tea\n</context>' in text and '<skill name="a-skill">' in text
+    assert '<context name="memory">\nlikes tea\n</context>' in text and '<skill name="c-skill">' in text
 
 
 def test_history_drops_the_ephemeral_context_message(small_contract):
@@ -209,14 +209,50 @@ def test_reactivating_a_skill_does_not_use_another_activation(small_contract):
 
 def test_skill_tokens_warn_at_10000_and_stop_at_30000(small_contract):
     session = small_contract.session(workspace="/w")
-    big = Skill("big", "d", "word " * 11_200)  # ~10,000 estimated Anthropic tokens
+    big = [Skill(f"big{i}", "d", "word " * 11_200) for i in range(3)]  # ~10,000 estimated Anthropic tokens each
     with pytest.warns(SkillBudgetWarning, match="warning at 10000"):
-        session.render("anthropic", messages=[USER], skills=[big])
+        session.render("anthropic", messages=[USER], skills=big[:1])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        session.render("anthropic", messages=[USER], skills=[big])
+        session.render("anthropic", messages=[USER], skills=big[1:2])
     with pytest.raises(SkillBudgetError, match="limit 30000"):
-        session.render("anthropic", messages=[USER], skills=[big])
+        session.render("anthropic", messages=[USER], skills=big[2:])
+
+
+def test_a_re_sent_skill_is_charged_once_per_session(small_contract):
+    # The context message is ephemeral, so an agent re-sends an active skill every turn.
+    session = small_contract.session(workspace="/w")
+    skill = Skill("s", "d", "word " * 3_000)
+    first = session.render("anthropic", messages=[USER], skills=[skill])
+    charged = session.skill_tokens
+    for _ in range(9):
+        again = session.render("anthropic", messages=[USER], skills=[skill])
+    assert charged > 0 and session.skill_tokens == charged and session.activated == ["s"]
+    assert first.skills[-1].charged == charged and again.skills[-1].charged == 0 and again.skills[-1].sent
+
+
+def test_per_turn_skill_limits_count_skills_and_tokens(small_contract):
+    budget = SkillBudget(max_per_turn=1, max_tokens_per_turn=500)
+    contract = PromptContract("pt", "v1", small_contract.layers, skill_budget=budget)
+    session = contract.session(workspace="/w")
+    with pytest.raises(SkillBudgetError, match="per-turn limit 1"):
+        session.render("anthropic", messages=[USER], skills=[Skill("x", "d", "b"), Skill("y", "d", "b")])
+    with pytest.raises(SkillBudgetError, match="per-turn limit 500"):
+        session.render("anthropic", messages=[USER], skills=[Skill("z", "d", "word " * 2000)])
+    session.render("anthropic", messages=[USER], skills=[Skill("x", "d", "b")])
+    assert session.activated == ["x"]
+
+
+def test_a_pre_loaded_skill_is_marked_in_the_index_and_never_resent_or_charged(small_contract):
+    # The tiny contract is padded with its skills' bodies (Metis v3 §5.2.2: pre-activation).
+    session = small_contract.session(workspace="/w")
+    request = session.render("anthropic", messages=[USER], skills=[Skill("a-skill", "A.", "Body of A.")])
+    assert "- a-skill [preloaded]: A." in request["system"][0]["text"]
+    assert request.prefix.preloaded == ("a-skill", "b-skill")
+    assert "<skill name=" not in json.dumps(request["messages"])
+    assert session.activated == [] and session.skill_tokens == 0
+    assert [(load.name, load.load_reason, load.sent) for load in request.skills] == [
+        ("a-skill", "always", False), ("b-skill", "always", False)]
 
 
 def test_a_rejected_skill_render_does_not_consume_budget(small_contract):
@@ -290,7 +326,7 @@ def test_gemini_turns_text_blocks_into_parts(small_contract):
 
 def test_gemini_rejects_non_text_blocks_clearly(small_contract):
     message = {"role": "user", "content": [{"type": "image", "source": {}}]}
-    with pytest.raises(ContractError, match="text content only"):
+    with pytest.raises(ContractError, match="unsupported user content block of type 'image'"):
         small_contract.session(workspace="/w").render("gemini", messages=[message])
 
 
