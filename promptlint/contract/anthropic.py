@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from promptlint import providers
-from promptlint.contract.request import DEFAULT_MAX_TOKENS, Assembly, RenderedRequest, build_report, finish, split_turn
+from promptlint.contract.request import DEFAULT_MAX_TOKENS, Assembly, RenderedRequest, build_report, finish
 
 
 def _marker(ttl: str | None) -> dict[str, str]:
@@ -52,10 +52,10 @@ def render_anthropic(assembly: Assembly) -> RenderedRequest:
 
     Breakpoints: the last tool, the contract system block (shared by every session), the
     session system block; then up to ``rolling_breakpoints`` on the last history messages
-    before the per-request context (Hermes' "system and 3"), never more than 4 in total.
-    Turn layers and skills form one user text block: a message of its own before the user's
-    text, or, on a turn of tool results, a block after the results in the same message (the API
-    requires the results first).
+    of the conversation, the user's turn included (Hermes' "system and 3"), never more than 4 in
+    total. Turn layers and skills form one text block appended to the final user message, after
+    its tool results and text: what precedes it is exactly next turn's history, so the rolling
+    breakpoint on the user's turn is read on the next turn.
     """
     marker = _marker(assembly.ttl)
     rolling_marker = _marker(assembly.rolling_ttl or assembly.ttl)
@@ -76,11 +76,7 @@ def render_anthropic(assembly: Assembly) -> RenderedRequest:
             system.append({"type": "text", "text": text, "cache_control": marker})
             breakpoints.append(f"system[{len(system) - 1}]")
 
-    before, last = assembly.conversation()
-    results, rest = split_turn(last)
-    messages: list[dict[str, Any]] = [_message(turn) for turn in before]
-    if results:  # the tool results stay the first blocks of their message; they are history too
-        messages.append({"role": "user", "content": [_block(part) for part in results]})
+    messages: list[dict[str, Any]] = [_message(turn) for turn in assembly.history]
     slots = providers.max_breakpoints("anthropic") - len(breakpoints)
     markable = [i for i, m in enumerate(messages) if _markable(m)]
     rolled = markable[len(markable) - min(assembly.rolling_breakpoints, slots, len(markable)):] if slots > 0 else []
@@ -88,14 +84,16 @@ def render_anthropic(assembly: Assembly) -> RenderedRequest:
         messages[index] = _with_marker(messages[index], rolling_marker)
     ephemeral: tuple[int, ...] = ()
     context = assembly.context_text
-    if context and results:
+    if context and messages[-1]["role"] == "user":
+        # After the turn's tool results and text, in the same message: the results stay first,
+        # and everything before the context is next turn's cached history.
         ephemeral = (len(messages) - 1,)
-        messages[-1] = {"role": "user", "content": [*messages[-1]["content"], {"type": "text", "text": context}]}
+        last = messages[-1]["content"]
+        blocks = [{"type": "text", "text": last}] if isinstance(last, str) else list(last)
+        messages[-1] = {"role": "user", "content": [*blocks, {"type": "text", "text": context}]}
     elif context:
         ephemeral = (len(messages),)
         messages.append({"role": "user", "content": [{"type": "text", "text": context}]})
-    if rest:
-        messages.append(_message({"role": "user", "content": rest[0]["text"] if len(rest) == 1 else rest}))
 
     kwargs: dict[str, Any] = {"model": assembly.model, "max_tokens": assembly.max_tokens or DEFAULT_MAX_TOKENS}
     if tools:

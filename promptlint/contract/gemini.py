@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from promptlint.contract.request import Assembly, RenderedRequest, build_report, finish, split_turn
+from promptlint.contract.request import Assembly, RenderedRequest, build_report, finish
 
 
 def _part(part: dict[str, Any]) -> dict[str, Any]:
@@ -32,8 +32,8 @@ def render_gemini(assembly: Assembly) -> RenderedRequest:
     ``request.cache_create`` holds the kwargs for ``client.caches.create`` (system
     instruction and tools: the stable prefix); ``request.with_cached_content(name)`` gives
     the per-request kwargs that reference the cache, which may not repeat ``system_instruction``
-    or ``tools``. On a turn of function responses the context is a text part after them, in
-    the same user content.
+    or ``tools``. The context is a last text part of the final user content, after its
+    function responses and text.
     """
     rendered_tools: dict[str, list[dict[str, Any]]] = {}
     declarations = []
@@ -44,20 +44,16 @@ def render_gemini(assembly: Assembly) -> RenderedRequest:
     tools = [{"function_declarations": declarations}] if declarations else []
     system_instruction = "\n\n".join(t for t in (assembly.contract_text, assembly.session_text) if t)
 
-    before, last = assembly.conversation()
-    results, rest = split_turn(last)
-    contents = [_content(turn["role"], _parts(turn)) for turn in before]
+    contents = [_content(turn["role"], _parts(turn)) for turn in assembly.history]
     ephemeral: tuple[int, ...] = ()
-    context = [{"type": "text", "text": assembly.context_text}] if assembly.context_text else []
-    if results:
-        if context:
+    if assembly.context_text:
+        context = {"text": assembly.context_text}
+        if contents and contents[-1]["role"] == "user":  # after the function responses and text of the turn
+            ephemeral = (len(contents) - 1,)
+            contents[-1] = {"role": "user", "parts": [*contents[-1]["parts"], context]}
+        else:
             ephemeral = (len(contents),)
-        contents.append(_content("user", results + context))
-    elif context:
-        ephemeral = (len(contents),)
-        contents.append(_content("user", context))
-    if rest:
-        contents.append(_content("user", rest))
+            contents.append({"role": "user", "parts": [context]})
 
     config: dict[str, Any] = {}
     if system_instruction:

@@ -14,7 +14,7 @@ from typing import Any
 
 from promptlint import providers
 from promptlint.contract.layers import canonical_json, sha256_hex
-from promptlint.contract.request import Assembly, RenderedRequest, build_report, finish, split_turn
+from promptlint.contract.request import Assembly, RenderedRequest, build_report, finish
 
 CACHE_KEY_MAX = 64
 """OpenAI's documented maximum for identifier-like strings; the key stays well under it."""
@@ -115,13 +115,10 @@ def _rolling(items: list[dict[str, Any]], start: int, count: int, marker: dict[s
 
 def _render(assembly: Assembly, stable: list[dict[str, Any]], to_items: Any, context_item: dict[str, Any],
             key_name: str) -> tuple[list[dict[str, Any]], tuple[int, ...], list[str]]:
-    """Stable items, history, context (after the final turn's tool results, before its text)."""
+    """Stable items, the conversation, then the context as a last user message (after the final
+    turn's tool results and text, so everything before it is next turn's cached history)."""
     explicit = _explicit(assembly)
-    before, last = assembly.conversation()
-    results, rest = split_turn(last)
-    items = stable + [item for turn in before for item in to_items(turn, explicit)]
-    if results:
-        items += to_items({"role": "user", "content": results}, explicit)
+    items = stable + [item for turn in assembly.history for item in to_items(turn, explicit)]
     rolling_points: list[str] = []
     if explicit:
         breakpoints = sum(1 for item in stable for part in item["content"] if "prompt_cache_breakpoint" in part)
@@ -132,8 +129,6 @@ def _render(assembly: Assembly, stable: list[dict[str, Any]], to_items: Any, con
     if assembly.context_text:
         ephemeral = (len(items),)
         items.append(context_item)
-    if rest:
-        items += to_items({"role": "user", "content": rest}, explicit)
     return items, ephemeral, rolling_points
 
 

@@ -124,6 +124,8 @@ def pad_to_floor(
     for unit, skill in islice(padding_units(skills, policy, skill_format), len(skills) + target):
         size = max(1, count(unit))
         if policy.max_tokens is not None and prefix_tokens + total + size > policy.max_tokens:
+            if skill is not None:
+                continue  # a body too long for the bound is skipped; shorter units may still fit
             break
         chosen.append(unit)
         if skill is not None:

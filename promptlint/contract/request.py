@@ -143,26 +143,6 @@ class Assembly:
             fragments["(padding)"] = self.padding.text.encode("utf-8")
         return fragments
 
-    def conversation(self) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-        """History before the final user turn, and that turn (None when the last turn is not the user's).
-
-        Renderers put the context after the final turn's tool results (where the APIs require
-        the results first) and before its text.
-        """
-        if self.history and self.history[-1]["role"] == "user":
-            return self.history[:-1], self.history[-1]
-        return list(self.history), None
-
-
-def split_turn(turn: dict[str, Any] | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """A user turn's tool results and its other parts (text), as part lists."""
-    if turn is None:
-        return [], []
-    content = turn["content"]
-    parts = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-    results = [p for p in parts if p["type"] == "tool_result"]
-    return results, [p for p in parts if p["type"] != "tool_result"]
-
 
 class RenderedRequest(dict):
     """Keyword arguments for the provider SDK call, plus what the assembler knows about them.
