@@ -17,11 +17,13 @@ from promptlint.contract.contract import (
     SkillBudget,
     SkillBudgetError,
     SkillBudgetWarning,
+    SkillLoad,
     without_markers,
 )
-from promptlint.contract.layers import STABILITIES, ContractError, Layer, Skill, ToolSpec, canonical_json
+from promptlint.contract.layers import STABILITIES, ContractError, Layer, Skill, SkillFormat, ToolSpec, canonical_json
 from promptlint.contract.openai import prompt_cache_key
-from promptlint.contract.padding import OPERATING_CONTEXT
+from promptlint.contract.padding import OPERATING_CONTEXT, PaddingPolicy
+from promptlint.contract.turns import neutral_turns, reply_turns
 
 __all__ = [
     "CACHE_MARKERS",
@@ -30,6 +32,7 @@ __all__ = [
     "STABILITIES",
     "ContractError",
     "Layer",
+    "PaddingPolicy",
     "PrefixReport",
     "PromptContract",
     "RenderedRequest",
@@ -38,8 +41,12 @@ __all__ = [
     "SkillBudget",
     "SkillBudgetError",
     "SkillBudgetWarning",
+    "SkillFormat",
+    "SkillLoad",
     "ToolSpec",
     "canonical_json",
+    "neutral_turns",
     "prompt_cache_key",
+    "reply_turns",
     "without_markers",
 ]

@@ -5,11 +5,39 @@ from __future__ import annotations
 from typing import Any
 
 from promptlint import providers
-from promptlint.contract.contract import Assembly, RenderedRequest, build_report
+from promptlint.contract.request import DEFAULT_MAX_TOKENS, Assembly, RenderedRequest, build_report, finish
 
 
 def _marker(ttl: str | None) -> dict[str, str]:
     return {"type": "ephemeral", "ttl": ttl} if ttl else {"type": "ephemeral"}
+
+
+def _block(part: dict[str, Any]) -> dict[str, Any]:
+    """A neutral part as an Anthropic content block."""
+    if part["type"] == "text":
+        return {"type": "text", "text": part["text"]}
+    if part["type"] == "tool_call":
+        return {"type": "tool_use", "id": part["id"], "name": part["name"], "input": part["arguments"]}
+    block = {"type": "tool_result", "tool_use_id": part["tool_call_id"], "content": part["content"]}
+    if part.get("is_error"):
+        block["is_error"] = True
+    return block
+
+
+def _message(turn: dict[str, Any]) -> dict[str, Any]:
+    content = turn["content"]
+    if isinstance(content, str):
+        return {"role": turn["role"], "content": content}
+    return {"role": turn["role"], "content": [_block(part) for part in content]}
+
+
+def _markable(message: dict[str, Any]) -> bool:
+    # Anthropic rejects a marker on an empty text block.
+    content = message["content"]
+    if isinstance(content, str):
+        return bool(content)
+    last = content[-1] if content else None
+    return last is not None and (last["type"] != "text" or bool(last["text"]))
 
 
 def _with_marker(message: dict[str, Any], marker: dict[str, str]) -> dict[str, Any]:
@@ -24,10 +52,13 @@ def render_anthropic(assembly: Assembly) -> RenderedRequest:
 
     Breakpoints: the last tool, the contract system block (shared by every session), the
     session system block; then up to ``rolling_breakpoints`` on the last history messages
-    before the per-request context (Hermes' "system and 3"), never more than 4 in total.
-    Turn layers and skills form one user message before the user's message, outside the prefix.
+    of the conversation, the user's turn included (Hermes' "system and 3"), never more than 4 in
+    total. Turn layers and skills form one text block appended to the final user message, after
+    its tool results and text: what precedes it is exactly next turn's history, so the rolling
+    breakpoint on the user's turn is read on the next turn.
     """
     marker = _marker(assembly.ttl)
+    rolling_marker = _marker(assembly.rolling_ttl or assembly.ttl)
     breakpoints: list[str] = []
     rendered_tools: dict[str, list[dict[str, Any]]] = {}
     tools: list[dict[str, Any]] = []
@@ -45,34 +76,36 @@ def render_anthropic(assembly: Assembly) -> RenderedRequest:
             system.append({"type": "text", "text": text, "cache_control": marker})
             breakpoints.append(f"system[{len(system) - 1}]")
 
-    before, last = assembly.split_history()
-    messages: list[dict[str, Any]] = [dict(m) for m in before]
+    messages: list[dict[str, Any]] = [_message(turn) for turn in assembly.history]
     slots = providers.max_breakpoints("anthropic") - len(breakpoints)
-    # Anthropic rejects a marker on an empty text block, so empty messages are skipped.
-    markable = [i for i, m in enumerate(messages) if m["content"]]
+    markable = [i for i, m in enumerate(messages) if _markable(m)]
     rolled = markable[len(markable) - min(assembly.rolling_breakpoints, slots, len(markable)):] if slots > 0 else []
     for index in rolled:
-        messages[index] = _with_marker(messages[index], marker)
+        messages[index] = _with_marker(messages[index], rolling_marker)
     ephemeral: tuple[int, ...] = ()
-    if assembly.context_text:
+    context = assembly.context_text
+    if context and messages[-1]["role"] == "user":
+        # After the turn's tool results and text, in the same message: the results stay first,
+        # and everything before the context is next turn's cached history.
+        ephemeral = (len(messages) - 1,)
+        last = messages[-1]["content"]
+        blocks = [{"type": "text", "text": last}] if isinstance(last, str) else list(last)
+        messages[-1] = {"role": "user", "content": [*blocks, {"type": "text", "text": context}]}
+    elif context:
         ephemeral = (len(messages),)
-        messages.append({"role": "user", "content": [{"type": "text", "text": assembly.context_text}]})
-    messages.extend(dict(m) for m in last)
+        messages.append({"role": "user", "content": [{"type": "text", "text": context}]})
 
-    kwargs: dict[str, Any] = {"model": assembly.model, "max_tokens": 1024}
+    kwargs: dict[str, Any] = {"model": assembly.model, "max_tokens": assembly.max_tokens or DEFAULT_MAX_TOKENS}
     if tools:
         kwargs["tools"] = tools
     if system:
         kwargs["system"] = system
     kwargs["messages"] = messages
-    request = RenderedRequest(kwargs)
-    request.provider, request.model = assembly.provider, assembly.model
-    request.ephemeral, request.messages_key, request.cache_create = ephemeral, "messages", None
     # The stable prefix ends at the last system breakpoint; rolling marks move every turn.
-    request.prefix = build_report(
+    prefix = build_report(
         assembly,
         {"model": assembly.model, "tools": tools, "system": system},
         rendered_tools,
         breakpoints + [f"messages[{i}]" for i in rolled],
     )
-    return request
+    return finish(assembly, kwargs, messages_key="messages", ephemeral=ephemeral, conversation_start=0, prefix=prefix)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -13,12 +14,25 @@ from promptlint.contract.layers import (
     ContractError,
     Layer,
     Skill,
-    ToolSpec,
+    SkillFormat,
     canonical_json,
     rank,
-    sha256_hex,
 )
-from promptlint.contract.padding import Padding, pad_to_floor
+from promptlint.contract.padding import Padding, PaddingPolicy, pad_to_floor
+from promptlint.contract.renderers import RENDERERS
+from promptlint.contract.request import (
+    CACHE_MARKERS,
+    Assembly,
+    PrefixReport,
+    RenderedRequest,
+    SkillLoad,
+    data_provider,
+    without_markers,
+)
+from promptlint.contract.turns import neutral_turns
+
+__all__ = ["CACHE_MARKERS", "DEFAULT_MODELS", "Assembly", "PrefixReport", "PromptContract", "RenderedRequest",
+           "Session", "SkillBudget", "SkillBudgetError", "SkillBudgetWarning", "SkillLoad", "without_markers"]
 
 DEFAULT_MODELS: dict[str, str] = {
     "anthropic": "claude-haiku-4-5",
@@ -32,6 +46,9 @@ SESSION_PLACEHOLDER = "<session-layer:{name}>"
 """What a session layer holds when a prefix is hashed without a session (goldens)."""
 
 
+PREFIX_TURN = {"role": "user", "content": "(prefix report)"}
+
+
 class SkillBudgetError(ContractError):
     """A render would exceed the session's skill budget."""
 
@@ -42,94 +59,22 @@ class SkillBudgetWarning(UserWarning):
 
 @dataclass(frozen=True)
 class SkillBudget:
-    """Per-session skill limits (the Metis spec): distinct explicit activations and tokens."""
+    """Skill limits. Per session (the Metis spec): distinct explicit activations and their
+    tokens, each skill charged once however often it is re-sent. Per turn (the CrowClaw
+    harness): at most ``max_per_turn`` skills and ``max_tokens_per_turn`` tokens of skill
+    bodies in one request (None: no per-turn limit). Pre-loaded skills cost nothing."""
 
     max_activations: int = 3
     warn_tokens: int = 10_000
     max_tokens: int = 30_000
+    max_per_turn: int | None = None
+    max_tokens_per_turn: int | None = None
 
-
-@dataclass(frozen=True)
-class PrefixReport:
-    """The cacheable prefix of one rendering: canonical bytes, hashes and where it breaks."""
-
-    provider: str
-    model: str
-    data: bytes
-    sha256: str
-    tokens: int
-    token_method: str
-    floor: int
-    breakpoints: tuple[str, ...]
-    layers: Mapping[str, str]
-    """sha256 per layer present in the prefix, in prefix order (``(padding)`` included)."""
-    cache_key: str | None = None
-
-    @property
-    def cacheable(self) -> bool:
-        """True when the counted prefix reaches the model's floor."""
-        return self.tokens >= self.floor
-
-
-@dataclass
-class Assembly:
-    """Everything a renderer needs, already ordered and validated."""
-
-    contract: "PromptContract"
-    provider: str
-    model: str
-    tools: list[tuple[str, ToolSpec]]
-    contract_blocks: list[tuple[str, str]]
-    padding: Padding
-    session_blocks: list[tuple[str, str]]
-    turn_blocks: list[tuple[str, str]]
-    skills: tuple[Skill, ...]
-    history: list[dict[str, Any]]
-    family: str
-    ttl: str | None
-    rolling_breakpoints: int
-
-    @property
-    def contract_text(self) -> str:
-        """Global and project text, then padding: the block shared by every session."""
-        parts = [text for _, text in self.contract_blocks]
-        if self.padding.text:
-            parts.append(self.padding.text)
-        return "\n\n".join(parts)
-
-    @property
-    def session_text(self) -> str:
-        """The session layers' text (stable within a session)."""
-        return "\n\n".join(text for _, text in self.session_blocks)
-
-    @property
-    def context_text(self) -> str:
-        """Per-request content: turn layers then matched skill bodies (one user-role message)."""
-        parts = [f'<context name="{name}">\n{text}\n</context>' for name, text in self.turn_blocks]
-        parts.extend(skill.wrapped() for skill in sorted(self.skills, key=lambda s: s.name))
-        return "\n\n".join(parts)
-
-    def layer_fragments(self, rendered_tools: Mapping[str, Any]) -> dict[str, bytes]:
-        """Bytes of every layer in the prefix, in order, for the per-layer hashes."""
-        fragments: dict[str, bytes] = {}
-        for layer in self.contract.layers:
-            if layer.stability == "turn":
-                continue
-            if layer.tools is not None:
-                fragments[layer.name] = canonical_json(rendered_tools[layer.name])
-            elif layer.stability in STABLE_STABILITIES:
-                fragments[layer.name] = (layer.content_text() or "").encode("utf-8")
-            else:
-                fragments[layer.name] = dict(self.session_blocks)[layer.name].encode("utf-8")
-        if self.padding.text:
-            fragments["(padding)"] = self.padding.text.encode("utf-8")
-        return fragments
-
-    def split_history(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """History before the context message, and the final user message after it."""
-        if self.history and self.history[-1].get("role") == "user":
-            return self.history[:-1], self.history[-1:]
-        return list(self.history), []
+    def __post_init__(self) -> None:
+        for name in ("max_activations", "warn_tokens", "max_tokens", "max_per_turn", "max_tokens_per_turn"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise ContractError(f"SkillBudget.{name} must be a non-negative integer, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -145,6 +90,8 @@ class PromptContract:
     layers: Sequence[Layer]
     models: Mapping[str, str] = field(default_factory=dict)
     skill_budget: SkillBudget = SkillBudget()
+    skill_format: SkillFormat = SkillFormat()
+    padding: PaddingPolicy = PaddingPolicy()
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", self.name or ""):
@@ -173,6 +120,11 @@ class PromptContract:
         unknown = set(self.models) - set(DEFAULT_MODELS)
         if unknown:
             raise ContractError(f"contract {self.name!r}: models= names unknown renderers {sorted(unknown)}")
+        for renderer, model in dict(self.models).items():
+            check_model(renderer, model)
+        for name, kind in (("skill_budget", SkillBudget), ("skill_format", SkillFormat), ("padding", PaddingPolicy)):
+            if not isinstance(getattr(self, name), kind):
+                raise ContractError(f"contract {self.name!r}: {name}= must be a {kind.__name__}")
         object.__setattr__(self, "models", {**DEFAULT_MODELS, **dict(self.models)})
 
     def layer(self, name: str) -> Layer:
@@ -219,7 +171,8 @@ class PromptContract:
 
     def prefix_report(self, provider: str, model: str | None = None, session: "Session | None" = None) -> PrefixReport:
         """The cacheable prefix of ``provider``'s rendering (placeholder session by default)."""
-        return (session or self.placeholder_session()).render(provider, model).prefix
+        # The prefix never depends on the conversation; one placeholder turn makes a valid request.
+        return (session or self.placeholder_session()).render(provider, model, messages=[PREFIX_TURN]).prefix
 
     def prefix_bytes(self, provider: str, model: str | None = None, session: "Session | None" = None) -> bytes:
         """Canonical bytes (sorted-key JSON, fixed separators, UTF-8) of the cacheable prefix."""
@@ -231,7 +184,11 @@ class PromptContract:
 
 
 class Session:
-    """A contract with its session layers filled, its family id and its skill budget."""
+    """A contract with its session layers filled, its family id and its skill budget.
+
+    ``activated`` lists the distinct skills charged this session, in order; ``skill_tokens``
+    their tokens (each skill counted once, however often it is re-sent).
+    """
 
     def __init__(self, contract: PromptContract, values: Mapping[str, str], family: str) -> None:
         self.contract = contract
@@ -240,16 +197,26 @@ class Session:
         self.activated: list[str] = []
         self.skill_tokens = 0
 
-    def _charge_skills(self, skills: Sequence[Skill], provider: str, model: str) -> None:
+    def _charge_skills(self, skills: Sequence[Skill], preloaded: Sequence[str], provider: str, model: str) -> tuple[SkillLoad, ...]:
         budget = self.contract.skill_budget
-        new = [skill.name for skill in skills if skill.name not in self.activated]
+        fmt = self.contract.skill_format
+        sent = [skill for skill in skills if skill.name not in preloaded]
+        sizes = {skill.name: providers.count_tokens(fmt.wrap(skill), data_provider(provider), model, allow_tiktoken=False).n
+                 for skill in sent}
+        if budget.max_per_turn is not None and len(sent) > budget.max_per_turn:
+            raise SkillBudgetError(f"session of {self.contract.name!r}: {len(sent)} skills in one request "
+                                   f"(per-turn limit {budget.max_per_turn}): {[s.name for s in sent]}")
+        if budget.max_tokens_per_turn is not None and sum(sizes.values()) > budget.max_tokens_per_turn:
+            raise SkillBudgetError(f"session of {self.contract.name!r}: skill bodies of {sum(sizes.values())} tokens in one "
+                                   f"request (per-turn limit {budget.max_tokens_per_turn}); send fewer skills")
+        new = [skill.name for skill in sent if skill.name not in self.activated]
         if len(self.activated) + len(new) > budget.max_activations:
             raise SkillBudgetError(
                 f"session of {self.contract.name!r}: activating {new} would make "
                 f"{len(self.activated) + len(new)} skills this session (limit {budget.max_activations}; "
                 f"already active: {self.activated or 'none'})"
             )
-        tokens = sum(providers.count_tokens(skill.wrapped(), _data_provider(provider), model, allow_tiktoken=False).n for skill in skills)
+        tokens = sum(sizes[name] for name in new)
         total = self.skill_tokens + tokens
         if total > budget.max_tokens:
             raise SkillBudgetError(
@@ -260,10 +227,14 @@ class Session:
             warnings.warn(
                 f"session of {self.contract.name!r}: skill bodies reached {total} tokens (warning at {budget.warn_tokens})",
                 SkillBudgetWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         self.activated.extend(new)
         self.skill_tokens = total
+        loads = [SkillLoad(name, "always", 0, False, 0) for name in preloaded]
+        loads += [SkillLoad(skill.name, "on_demand", sizes[skill.name], True, sizes[skill.name] if skill.name in new else 0)
+                  for skill in sent]
+        return tuple(loads)
 
     def assemble(
         self,
@@ -274,16 +245,18 @@ class Session:
         messages: Iterable[Mapping[str, Any]] | None = None,
         skills: Sequence[Skill] = (),
         ttl: str | None = None,
+        rolling_ttl: str | None = None,
         rolling_breakpoints: int = 0,
+        max_tokens: int | None = None,
         pad: bool = True,
     ) -> Assembly:
         """Validate per-request inputs and order everything (no provider shape yet)."""
         if provider not in DEFAULT_MODELS:
             raise ContractError(f"unknown renderer {provider!r}; expected one of: {', '.join(DEFAULT_MODELS)}")
         model = model or self.contract.models[provider]
-        data_provider = _data_provider(provider)
-        if ttl is not None and ttl not in providers.ttls(data_provider):
-            raise ContractError(f"{provider} accepts ttl {' or '.join(providers.ttls(data_provider))}, not {ttl!r}")
+        check_model(provider, model)
+        provider_data = data_provider(provider)
+        check_ttls(provider, ttl, rolling_ttl)
         turn = dict(turn or {})
         for name, value in turn.items():
             layer = self.contract.layer(name)
@@ -294,29 +267,41 @@ class Session:
                 )
             if not isinstance(value, str):
                 raise ContractError(f"turn layer {name!r} must be text, got {type(value).__name__}")
-        if rolling_breakpoints < 0:
-            raise ContractError("rolling_breakpoints must be >= 0")
+        if not isinstance(rolling_breakpoints, int) or isinstance(rolling_breakpoints, bool) or rolling_breakpoints < 0:
+            raise ContractError("rolling_breakpoints must be an integer >= 0")
+        if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1):
+            raise ContractError(f"max_tokens must be a positive integer, got {max_tokens!r}")
         skills = tuple(skills)
+        if not all(isinstance(skill, Skill) for skill in skills):
+            raise ContractError(f"skills= takes Skill objects, got {[type(s).__name__ for s in skills]}")
         if len({skill.name for skill in skills}) != len(skills):
             raise ContractError(f"a skill is activated twice in one request: {[s.name for s in skills]}")
-        history = [_message(m) for m in (messages or ())]
-        if skills:
-            self._charge_skills(skills, provider, model)
+        if messages is None or isinstance(messages, (str, bytes, Mapping)):
+            raise ContractError("messages= must be a list of turns ending with the user's message")
+        history = neutral_turns(messages)
+        if not history:
+            raise ContractError("messages= is empty: a request needs at least the user's message")
 
+        fmt = self.contract.skill_format
         tools = [(layer.name, spec) for layer in self.contract.layers for spec in layer.tool_specs]
-        contract_blocks = [
-            (layer.name, layer.content_text() or "")
-            for layer in self.contract.layers
-            if layer.stability in STABLE_STABILITIES and layer.tools is None
-        ]
+
+        def stable_blocks(preloaded: frozenset[str]) -> list[tuple[str, str]]:
+            return [(layer.name, layer.content_text(fmt, preloaded) or "") for layer in self.contract.layers
+                    if layer.stability in STABLE_STABILITIES and layer.tools is None]
+
+        contract_blocks = stable_blocks(frozenset())
         padding = Padding("", 0, 0)
         if pad:
             def count(text: str) -> int:
-                return providers.count_tokens(text, data_provider, model, allow_tiktoken=False).n
+                return providers.count_tokens(text, provider_data, model, allow_tiktoken=False).n
 
             stable_text = "\n\n".join(text for _, text in contract_blocks)
             base = count(stable_text) + count(canonical_json([spec.neutral() for _, spec in tools]).decode())
-            padding = pad_to_floor(base, providers.cache_floor(data_provider, model), self.contract.catalogue, count)
+            padding = pad_to_floor(base, providers.cache_floor(provider_data, model), self.contract.catalogue, count,
+                                   policy=self.contract.padding, skill_format=fmt)
+            # Marking pre-loaded skills only lengthens the index, so the prefix stays above the floor.
+            contract_blocks = stable_blocks(frozenset(padding.preloaded))
+        loads = self._charge_skills(skills, padding.preloaded, provider, model)
         return Assembly(
             contract=self.contract,
             provider=provider,
@@ -326,11 +311,15 @@ class Session:
             padding=padding,
             session_blocks=[(name, text) for name, text in self.values.items()],
             turn_blocks=[(layer.name, turn[layer.name]) for layer in self.contract.layers_of("turn") if turn.get(layer.name)],
-            skills=skills,
+            skills=tuple(skill for skill in skills if skill.name not in padding.preloaded),
             history=history,
             family=self.family,
             ttl=ttl,
             rolling_breakpoints=rolling_breakpoints,
+            rolling_ttl=rolling_ttl,
+            max_tokens=max_tokens,
+            skill_format=fmt,
+            skill_loads=loads,
         )
 
     def render(
@@ -342,135 +331,67 @@ class Session:
         messages: Iterable[Mapping[str, Any]] | None = None,
         skills: Sequence[Skill] = (),
         ttl: str | None = None,
+        rolling_ttl: str | None = None,
         rolling_breakpoints: int = 0,
+        max_tokens: int | None = None,
         pad: bool = True,
-    ) -> "RenderedRequest":
+    ) -> RenderedRequest:
         """Render one request for ``provider`` (``anthropic``, ``openai``, ``openai-responses``, ``gemini``).
 
-        Options: ``turn`` (turn-layer text by name), ``messages`` (history, ``{"role",
-        "content"}``, the last one the user's message), ``skills`` (matched :class:`Skill`s),
-        ``ttl``, ``rolling_breakpoints`` (Anthropic / OpenAI 5.6+), ``pad`` (default True).
+        Options: ``turn`` (turn-layer text by name), ``messages`` (the conversation as neutral
+        turns or any renderer's shapes, the last one the user's message or tool results),
+        ``skills`` (matched :class:`Skill`s), ``ttl`` (stable breakpoints; Gemini: the explicit
+        cache's duration), ``rolling_ttl`` (rolling breakpoints, default ``ttl``),
+        ``rolling_breakpoints`` (Anthropic / OpenAI 5.6+), ``max_tokens``, ``pad`` (default True).
         Returns the SDK call's keyword arguments (a dict) with the prefix report attached.
         """
-        from promptlint.contract.renderers import RENDERERS
-
         spent = (list(self.activated), self.skill_tokens)
-        assembly = self.assemble(provider, model, turn=turn, messages=messages, skills=skills, ttl=ttl,
-                                 rolling_breakpoints=rolling_breakpoints, pad=pad)
         try:
+            assembly = self.assemble(provider, model, turn=turn, messages=messages, skills=skills, ttl=ttl,
+                                     rolling_ttl=rolling_ttl, rolling_breakpoints=rolling_breakpoints,
+                                     max_tokens=max_tokens, pad=pad)
             return RENDERERS[provider](assembly)
         except BaseException:
             self.activated, self.skill_tokens = spent  # a request never built spends no skill budget
             raise
 
 
-CACHE_MARKERS: tuple[str, ...] = ("cache_control", "prompt_cache_breakpoint")
-"""Block keys that place a cache breakpoint (Anthropic, OpenAI GPT-5.6+)."""
-
-_TEXT_BLOCKS = ({"type": "text"}, {"type": "input_text"})
+_GEMINI_DURATION = re.compile(r"[0-9]{1,12}(\.[0-9]{1,9})?s")
 
 
-def without_markers(content: Any) -> Any:
-    """``content`` with every cache marker removed, and a lone text block back to a string.
+def check_ttls(renderer: str, ttl: str | None, rolling_ttl: str | None) -> None:
+    """Raise :class:`ContractError` for a TTL the provider rejects (Gemini: any positive ``"<seconds>s"``)."""
+    provider = data_provider(renderer)
+    for name, value in (("ttl", ttl), ("rolling_ttl", rolling_ttl)):
+        if value is None:
+            continue
+        if provider == "gemini":
+            if name == "rolling_ttl":
+                raise ContractError("gemini has no rolling breakpoints; rolling_ttl does not apply")
+            if not isinstance(value, str) or not _GEMINI_DURATION.fullmatch(value) or float(value[:-1]) <= 0:
+                raise ContractError(f"gemini ttl must be a positive duration in seconds like '300s' or '7200s', not {value!r}")
+        elif value not in providers.ttls(provider):
+            raise ContractError(f"{renderer} accepts {name} {' or '.join(providers.ttls(provider))}, not {value!r}")
+    if provider == "anthropic" and (ttl or "5m") == "5m" and rolling_ttl == "1h":
+        raise ContractError("anthropic: a 1h breakpoint may not follow a 5m one; with rolling_ttl='1h' set ttl='1h' too")
 
-    Breakpoints are placed per request (rolling ones move every turn); a marker kept in
-    persisted history would pile up next to the new ones and push a request past the
-    provider's limit (a 400). Undoing the string-to-block conversion the renderers do when
-    they mark a message makes the next rendering byte-identical to one from plain strings.
+
+def check_model(renderer: str, model: Any) -> None:
+    """Raise :class:`ContractError` unless ``model`` is a model id the renderer's provider data knows.
+
+    An unknown id would silently get another model's cache floor (or another provider's).
     """
-    if not isinstance(content, list):
-        return content
-    blocks = [{k: v for k, v in block.items() if k not in CACHE_MARKERS} if isinstance(block, Mapping) else block
-              for block in content]
-    if len(blocks) == 1 and isinstance(blocks[0], dict) and isinstance(blocks[0].get("text"), str) \
-            and {k: v for k, v in blocks[0].items() if k != "text"} in _TEXT_BLOCKS:
-        return blocks[0]["text"]
-    return blocks
-
-
-class RenderedRequest(dict):
-    """Keyword arguments for the provider SDK call, plus what the assembler knows about them.
-
-    ``ephemeral`` lists indexes (into ``messages``/``input``/``contents``) of the per-request
-    context message; ``conversation_start`` is the index where the conversation begins (after
-    the leading stable system/developer items). :meth:`history` gives what to persist.
-    """
-
-    provider: str
-    model: str
-    prefix: PrefixReport
-    ephemeral: tuple[int, ...]
-    messages_key: str
-    cache_create: dict[str, Any] | None
-    conversation_start: int = 0
-
-    def history(self) -> list[Any]:
-        """The conversation to persist and pass back as ``messages=`` next turn.
-
-        Leading stable system/developer items and the ephemeral context message are dropped,
-        and cache markers removed (see :func:`without_markers`).
-        """
-        items = self[self.messages_key]
-        kept = []
-        for index in range(self.conversation_start, len(items)):
-            if index in self.ephemeral:
-                continue
-            item = dict(items[index])
-            if "content" in item:
-                item["content"] = without_markers(item["content"])
-            kept.append(item)
-        return kept
-
-    def with_cached_content(self, cache_name: str) -> dict[str, Any]:
-        """Gemini: the per-request kwargs once ``caches.create(**cache_create)`` returned ``cache_name``."""
-        if self.cache_create is None:
-            raise ContractError(f"{self.provider} renderings have no explicit cache split")
-        return {"model": self["model"], "contents": self["contents"], "config": {"cached_content": cache_name}}
-
-
-def _data_provider(renderer: str) -> str:
-    return "openai" if renderer.startswith("openai") else renderer
-
-
-def _message(message: Mapping[str, Any]) -> dict[str, Any]:
-    """One history message as ``{"role", "content"}``, markers removed.
-
-    Accepts the neutral shape and what :meth:`RenderedRequest.history` returns for every
-    renderer (Anthropic/OpenAI content blocks, Gemini ``{"role": "model", "parts": [...]}``).
-    """
-    if isinstance(message, Mapping) and "parts" in message and "content" not in message:
-        role = {"user": "user", "model": "assistant"}.get(message.get("role"))  # type: ignore[arg-type]
-        parts = message["parts"]
-        texts = [part.get("text") for part in parts] if isinstance(parts, list) and all(isinstance(p, Mapping) for p in parts) else None
-        if role is None or not texts or not all(isinstance(text, str) for text in texts):
-            raise ContractError(f"a Gemini history item must have role 'user' or 'model' and text parts, got {message!r}")
-        content: Any = texts[0] if len(texts) == 1 else [{"type": "text", "text": text} for text in texts]
-        return {"role": role, "content": content}
-    if not isinstance(message, Mapping) or message.get("role") not in ("user", "assistant"):
-        raise ContractError(f"a message must be a mapping with role 'user' or 'assistant', got {message!r}")
-    if "content" not in message:
-        raise ContractError(f"message {message!r} has no content")
-    return {"role": message["role"], "content": without_markers(message["content"])}
-
-
-def build_report(assembly: Assembly, document: Mapping[str, Any], rendered_tools: Mapping[str, Any],
-                 breakpoints: Sequence[str], cache_key: str | None = None) -> PrefixReport:
-    """Canonicalise a renderer's prefix document into a :class:`PrefixReport`."""
-    data = canonical_json(document)
-    text_for_count = "\n\n".join(
-        [canonical_json([spec.neutral() for _, spec in assembly.tools]).decode(), assembly.contract_text, assembly.session_text]
-    )
-    count = providers.count_tokens(text_for_count, _data_provider(assembly.provider), assembly.model, allow_tiktoken=False)
-    fragments = assembly.layer_fragments(rendered_tools)
-    return PrefixReport(
-        provider=assembly.provider,
-        model=assembly.model,
-        data=data,
-        sha256=sha256_hex(data),
-        tokens=count.n,
-        token_method=count.method,
-        floor=providers.cache_floor(_data_provider(assembly.provider), assembly.model),
-        breakpoints=tuple(breakpoints),
-        layers={name: sha256_hex(fragment) for name, fragment in fragments.items()},
-        cache_key=cache_key,
-    )
+    if renderer not in DEFAULT_MODELS:
+        raise ContractError(f"unknown renderer {renderer!r}; expected one of: {', '.join(DEFAULT_MODELS)}")
+    provider = data_provider(renderer)
+    if not isinstance(model, str) or not model:
+        raise ContractError(f"{renderer}: the model must be a model id string, got {model!r}")
+    if providers.is_known_model(provider, model):
+        return
+    owners = [name for name in providers.PROVIDERS if name != provider and providers.is_known_model(name, model)]
+    if owners:
+        raise ContractError(f"model {model!r} is a {owners[0]} model; the {renderer} renderer needs a {provider} model "
+                            f"(e.g. {DEFAULT_MODELS[renderer]})")
+    close = difflib.get_close_matches(model, providers.known_models(provider), n=3, cutoff=0.6)
+    hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(providers.known_models(provider))}"
+    raise ContractError(f"unknown {provider} model {model!r} (its cache floor is not in the provider data); {hint}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -33,6 +34,67 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def escape_closing(text: str, tags: "tuple[str, ...] | list[str]") -> str:
+    """``text`` with every closing tag among ``tags`` (``</context``) written ``<\\/context``.
+
+    Turn text and skill bodies sit inside ``<context>``/``<skill>`` wrappers; text that closed
+    the wrapper would let a note or a tool result pose as the assembler's own structure.
+    """
+    for tag in tags:
+        text = re.sub(f"</({re.escape(tag)})(?=[\\s>/]|$)", r"<\\/\1", text, flags=re.IGNORECASE)
+    return text
+
+
+def closing_tags(template: str) -> tuple[str, ...]:
+    """Names of the tags a wrapper template closes after its ``{body}`` (``</skill>`` -> ``skill``)."""
+    tail = template.split("{body}", 1)[-1]
+    return tuple(dict.fromkeys(re.findall(r"</([A-Za-z][\w.-]*)", tail)))
+
+
+@dataclass(frozen=True)
+class SkillFormat:
+    """How skills are written: the index (header, one line per skill) and the body wrapper.
+
+    Templates use ``str.format`` fields: ``index_line`` takes ``{name}``, ``{description}`` and
+    ``{preloaded}`` (``preloaded_mark`` for a skill whose body is in the prefix, else empty);
+    ``wrapper`` (a matched skill, user content) and ``reference`` (a pre-loaded body in the
+    padding) take ``{name}`` and ``{body}``.
+    """
+
+    index_header: str = "Available skills (ask for one by name):"
+    index_line: str = "- {name}{preloaded}: {description}"
+    preloaded_mark: str = " [preloaded]"
+    wrapper: str = '<skill name="{name}">\n{body}\n</skill>'
+    reference: str = '<skill-reference name="{name}">\n{body}\n</skill-reference>'
+
+    def __post_init__(self) -> None:
+        for field_name, needed in (("index_line", ("{name}", "{description}")), ("wrapper", ("{name}", "{body}")),
+                                   ("reference", ("{name}", "{body}"))):
+            template = getattr(self, field_name)
+            if not isinstance(template, str) or any(token not in template for token in needed):
+                raise ContractError(f"SkillFormat.{field_name} must be a string containing {' and '.join(needed)}")
+            try:
+                template.format(name="n", description="d", body="b", preloaded="")
+            except (KeyError, IndexError, ValueError) as exc:
+                raise ContractError(f"SkillFormat.{field_name}: bad template {template!r} ({exc})") from None
+
+    def index(self, skills: "Sequence[Skill]", preloaded: "frozenset[str] | set[str]" = frozenset()) -> str:
+        """The skill index, sorted by name; pre-loaded skills carry ``preloaded_mark``."""
+        lines = [self.index_header] if self.index_header else []
+        for skill in sorted(skills, key=lambda s: s.name):
+            mark = self.preloaded_mark if skill.name in preloaded else ""
+            lines.append(self.index_line.format(name=skill.name, description=skill.description, preloaded=mark))
+        return "\n".join(lines)
+
+    def wrap(self, skill: "Skill", template: str | None = None) -> str:
+        """A skill body in ``wrapper`` (or ``template``), any closing tag of it in the body escaped."""
+        template = template or self.wrapper
+        return template.format(name=skill.name, body=escape_closing(skill.body, closing_tags(template)))
+
+
+DEFAULT_SKILL_FORMAT = SkillFormat()
+
+
 @dataclass(frozen=True)
 class Skill:
     """A skill: its index line (``name``: ``description``) and the ``body`` injected when matched."""
@@ -45,9 +107,9 @@ class Skill:
         if not self.name or any(ch in self.name for ch in '"<>\n'):
             raise ContractError(f"skill name {self.name!r} must be non-empty without quotes, <, > or newlines")
 
-    def wrapped(self) -> str:
-        """The body as it enters a request: ``<skill name="..">body</skill>``."""
-        return f'<skill name="{self.name}">\n{self.body}\n</skill>'
+    def wrapped(self, skill_format: SkillFormat | None = None) -> str:
+        """The body as it enters a request: ``<skill name="..">body</skill>`` by default."""
+        return (skill_format or DEFAULT_SKILL_FORMAT).wrap(self)
 
 
 @dataclass(frozen=True)
@@ -58,6 +120,18 @@ class ToolSpec:
     description: str
     parameters: Mapping[str, Any]
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", self.name):
+            raise ContractError(f"tool name {self.name!r} must be 1-64 letters, digits, '_' or '-' (every provider's rule)")
+        if not isinstance(self.parameters, Mapping):
+            raise ContractError(f"tool {self.name!r}: parameters must be a JSON-schema object, got {type(self.parameters).__name__}")
+        try:
+            # Sorted keys: what the SDK sends is then exactly what the golden hashes (canonical JSON).
+            schema = json.loads(canonical_json(self.parameters))
+        except (TypeError, ValueError) as exc:
+            raise ContractError(f"tool {self.name!r}: parameters are not JSON ({exc})") from None
+        object.__setattr__(self, "parameters", schema)
+
     @classmethod
     def coerce(cls, value: Any) -> "ToolSpec":
         """Accept a ToolSpec or a mapping with name/description/parameters (or input_schema)."""
@@ -66,7 +140,7 @@ class ToolSpec:
         if not isinstance(value, Mapping) or "name" not in value:
             raise ContractError(f"a tool must be a ToolSpec or a mapping with a 'name', got {value!r}")
         schema = value.get("parameters", value.get("input_schema", {"type": "object", "properties": {}}))
-        return cls(str(value["name"]), str(value.get("description", "")), json.loads(json.dumps(schema)))
+        return cls(str(value["name"]), str(value.get("description", "")), schema)
 
     def neutral(self) -> dict[str, Any]:
         """The spec as a plain JSON object."""
@@ -126,15 +200,12 @@ class Layer:
         """The layer's tools, normalised, in declared order."""
         return self._tools
 
-    def index_text(self) -> str:
+    def index_text(self, skill_format: SkillFormat | None = None, preloaded: "frozenset[str] | set[str]" = frozenset()) -> str:
         """The skill index of a ``skills=`` layer, sorted by name so it is stable."""
-        lines = ["Available skills (ask for one by name):"]
-        for skill in sorted(self.skills or (), key=lambda s: s.name):
-            lines.append(f"- {skill.name}: {skill.description}")
-        return "\n".join(lines)
+        return (skill_format or DEFAULT_SKILL_FORMAT).index(self.skills or (), preloaded)
 
-    def content_text(self) -> str | None:
+    def content_text(self, skill_format: SkillFormat | None = None, preloaded: "frozenset[str] | set[str]" = frozenset()) -> str | None:
         """The system text this layer contributes (None for tool layers)."""
         if self.skills is not None:
-            return self.index_text()
+            return self.index_text(skill_format, preloaded)
         return self.text

@@ -8,12 +8,13 @@ per-request context and pay for a write that is never read).
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from promptlint import providers
-from promptlint.contract.contract import Assembly, RenderedRequest, build_report
 from promptlint.contract.layers import canonical_json, sha256_hex
+from promptlint.contract.request import Assembly, RenderedRequest, build_report, finish
 
 CACHE_KEY_MAX = 64
 """OpenAI's documented maximum for identifier-like strings; the key stays well under it."""
@@ -36,30 +37,104 @@ def _explicit(assembly: Assembly) -> bool:
     return providers.uses_explicit_breakpoints(assembly.model)
 
 
-def _finish(assembly: Assembly, kwargs: dict[str, Any], key: str, ephemeral: tuple[int, ...],
-            document: dict[str, Any], rendered_tools: dict[str, Any], breakpoints: list[str]) -> RenderedRequest:
-    request = RenderedRequest(kwargs)
-    request.provider, request.model = assembly.provider, assembly.model
-    request.ephemeral, request.cache_create = ephemeral, None
-    request.conversation_start = len(document["messages" if "messages" in document else "input"])
-    request.messages_key = "messages" if "messages" in kwargs else "input"
-    request.prefix = build_report(assembly, document, rendered_tools, breakpoints, cache_key=key)
-    return request
+def _arguments(part: dict[str, Any]) -> str:
+    return json.dumps(part["arguments"], ensure_ascii=False, separators=(",", ":"))
 
 
-def _rolling(items: list[dict[str, Any]], count: int, part_type: str, marker: dict[str, str]) -> list[int]:
-    """Put breakpoints on the last ``count`` user messages (never on assistant output)."""
+def _text_content(parts: list[dict[str, Any]], part_type: str, as_list: bool) -> Any:
+    """Text parts as OpenAI content: a string, or (GPT-5.6+, so markers can come and go without
+    changing the message's shape) always a list of text parts."""
+    if not as_list and len(parts) == 1:
+        return parts[0]["text"]
+    return [{"type": part_type, "text": part["text"]} for part in parts]
+
+
+def _parts(turn: dict[str, Any]) -> list[dict[str, Any]]:
+    content = turn["content"]
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def _chat_items(turn: dict[str, Any], explicit: bool) -> list[dict[str, Any]]:
+    """One neutral turn as Chat messages: assistant text + ``tool_calls``; ``role: "tool"`` per result."""
+    parts = _parts(turn)
+    texts = [p for p in parts if p["type"] == "text"]
+    if turn["role"] == "assistant":
+        message: dict[str, Any] = {"role": "assistant"}
+        if texts:
+            message["content"] = _text_content(texts, "text", False)
+        calls = [{"id": p["id"], "type": "function", "function": {"name": p["name"], "arguments": _arguments(p)}}
+                 for p in parts if p["type"] == "tool_call"]
+        if calls:
+            message["tool_calls"] = calls
+        elif not texts:
+            message["content"] = ""
+        return [message]
+    items = [{"role": "tool", "tool_call_id": p["tool_call_id"], "content": _text_content([{"text": p["content"]}], "text", explicit)}
+             for p in parts if p["type"] == "tool_result"]
+    if texts or not items:
+        items.append({"role": "user", "content": _text_content(texts or [{"text": ""}], "text", explicit)})
+    return items
+
+
+def _responses_items(turn: dict[str, Any], explicit: bool) -> list[dict[str, Any]]:
+    """One neutral turn as Responses input items: messages, ``function_call``, ``function_call_output``."""
+    parts = _parts(turn)
+    texts = [p for p in parts if p["type"] == "text"]
+    items: list[dict[str, Any]] = []
+    if turn["role"] == "assistant":
+        if texts or not parts:
+            items.append({"role": "assistant", "content": "\n\n".join(p["text"] for p in texts)})
+        items.extend({"type": "function_call", "call_id": p["id"], "name": p["name"], "arguments": _arguments(p)}
+                     for p in parts if p["type"] == "tool_call")
+        return items
+    items.extend({"type": "function_call_output", "call_id": p["tool_call_id"], "output": p["content"]}
+                 for p in parts if p["type"] == "tool_result")
+    if texts or not items:
+        items.append({"role": "user", "content": _text_content(texts or [{"text": ""}], "input_text", explicit)})
+    return items
+
+
+def _rolling(items: list[dict[str, Any]], start: int, count: int, marker: dict[str, str]) -> list[int]:
+    """Put breakpoints on the last text part of the last ``count`` user/tool messages from ``start``.
+
+    Never on assistant output (a 400), on an empty text, or on a Responses function output
+    (no content block can carry one). Shapes do not change: explicit-mode content is always a list.
+    """
     marked: list[int] = []
-    for index in range(len(items) - 1, -1, -1):
+    for index in range(len(items) - 1, start - 1, -1):
         if len(marked) == count:
             break
-        message = items[index]
-        # Never on assistant output (a 400) nor on an empty text block.
-        if message["role"] != "user" or not isinstance(message["content"], str) or not message["content"]:
+        content = items[index].get("content")
+        if items[index].get("role") not in ("user", "tool") or not isinstance(content, list) or not content \
+                or not content[-1].get("text"):
             continue
-        items[index] = {"role": "user", "content": [{"type": part_type, "text": message["content"], "prompt_cache_breakpoint": marker}]}
+        items[index] = {**items[index], "content": [*content[:-1], {**content[-1], "prompt_cache_breakpoint": marker}]}
         marked.append(index)
     return sorted(marked)
+
+
+def _render(assembly: Assembly, stable: list[dict[str, Any]], to_items: Any, context_item: dict[str, Any],
+            key_name: str) -> tuple[list[dict[str, Any]], tuple[int, ...], list[str]]:
+    """Stable items, the conversation, then the context as a last user message (after the final
+    turn's tool results and text, so everything before it is next turn's cached history)."""
+    explicit = _explicit(assembly)
+    items = stable + [item for turn in assembly.history for item in to_items(turn, explicit)]
+    rolling_points: list[str] = []
+    if explicit:
+        breakpoints = sum(1 for item in stable for part in item["content"] if "prompt_cache_breakpoint" in part)
+        slots = providers.max_breakpoints("openai") - breakpoints
+        marked = _rolling(items, len(stable), min(assembly.rolling_breakpoints, max(slots, 0)), {"mode": "explicit"})
+        rolling_points = [f"{key_name}[{i}]" for i in marked]
+    ephemeral: tuple[int, ...] = ()
+    if assembly.context_text:
+        ephemeral = (len(items),)
+        items.append(context_item)
+    return items, ephemeral, rolling_points
+
+
+def _options(assembly: Assembly, kwargs: dict[str, Any]) -> None:
+    if _explicit(assembly):
+        kwargs["prompt_cache_options"] = {"mode": "explicit", "ttl": assembly.ttl or "30m"}
 
 
 def render_openai_chat(assembly: Assembly) -> RenderedRequest:
@@ -82,29 +157,19 @@ def render_openai_chat(assembly: Assembly) -> RenderedRequest:
             breakpoints.append(f"messages[{len(stable) - 1}]")
         else:
             stable.append({"role": "system", "content": text})
-    before, last = assembly.split_history()
-    messages = stable + [dict(m) for m in before]
-    if explicit:
-        slots = providers.max_breakpoints("openai") - len(breakpoints)
-        marked = _rolling(messages, min(assembly.rolling_breakpoints, slots), "text", marker)
-        marked = [i for i in marked if i >= len(stable)]
-        rolling_points = [f"messages[{i}]" for i in marked]
-    else:
-        rolling_points = []
-    ephemeral: tuple[int, ...] = ()
-    if assembly.context_text:
-        ephemeral = (len(messages),)
-        messages.append({"role": "user", "content": assembly.context_text})
-    messages.extend(dict(m) for m in last)
+    context = {"role": "user", "content": _text_content([{"text": assembly.context_text}], "text", explicit)}
+    messages, ephemeral, rolling_points = _render(assembly, stable, _chat_items, context, "messages")
     key = prompt_cache_key(assembly)
     kwargs: dict[str, Any] = {"model": assembly.model, "messages": messages}
     if tools:
         kwargs["tools"] = tools
+    if assembly.max_tokens is not None:
+        kwargs["max_completion_tokens"] = assembly.max_tokens
     kwargs["prompt_cache_key"] = key
-    if explicit:
-        kwargs["prompt_cache_options"] = {"mode": "explicit", "ttl": assembly.ttl or "30m"}
+    _options(assembly, kwargs)
     document = {"model": assembly.model, "tools": tools, "messages": stable}
-    return _finish(assembly, kwargs, key, ephemeral, document, rendered_tools, breakpoints + rolling_points)
+    prefix = build_report(assembly, document, rendered_tools, breakpoints + rolling_points, cache_key=key)
+    return finish(assembly, kwargs, messages_key="messages", ephemeral=ephemeral, conversation_start=len(stable), prefix=prefix)
 
 
 def render_openai_responses(assembly: Assembly) -> RenderedRequest:
@@ -138,24 +203,16 @@ def render_openai_responses(assembly: Assembly) -> RenderedRequest:
             block["prompt_cache_breakpoint"] = marker
             breakpoints.append(f"input[{len(stable)}]")
         stable.append({"role": "developer", "content": [block]})
-    before, last = assembly.split_history()
-    items = stable + [dict(m) for m in before]
-    rolling_points: list[str] = []
-    if explicit:
-        slots = providers.max_breakpoints("openai") - len(breakpoints)
-        marked = [i for i in _rolling(items, min(assembly.rolling_breakpoints, slots), "input_text", marker) if i >= len(stable)]
-        rolling_points = [f"input[{i}]" for i in marked]
-    ephemeral: tuple[int, ...] = ()
-    if assembly.context_text:
-        ephemeral = (len(items),)
-        items.append({"role": "user", "content": assembly.context_text})
-    items.extend(dict(m) for m in last)
+    context = {"role": "user", "content": _text_content([{"text": assembly.context_text}], "input_text", explicit)}
+    items, ephemeral, rolling_points = _render(assembly, stable, _responses_items, context, "input")
     kwargs["input"] = items
     if tools:
         kwargs["tools"] = tools
+    if assembly.max_tokens is not None:
+        kwargs["max_output_tokens"] = assembly.max_tokens
     key = prompt_cache_key(assembly)
     kwargs["prompt_cache_key"] = key
-    if explicit:
-        kwargs["prompt_cache_options"] = {"mode": "explicit", "ttl": assembly.ttl or "30m"}
+    _options(assembly, kwargs)
     document = {"model": assembly.model, "tools": tools, "instructions": kwargs.get("instructions"), "input": stable}
-    return _finish(assembly, kwargs, key, ephemeral, document, rendered_tools, breakpoints + rolling_points)
+    prefix = build_report(assembly, document, rendered_tools, breakpoints + rolling_points, cache_key=key)
+    return finish(assembly, kwargs, messages_key="input", ephemeral=ephemeral, conversation_start=len(stable), prefix=prefix)

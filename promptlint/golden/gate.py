@@ -24,7 +24,8 @@ import click
 
 from promptlint.contract import DEFAULT_MODELS, ContractError, PromptContract
 from promptlint.contract.layers import STABLE_STABILITIES, sha256_hex
-from promptlint.providers import DATA_DATE
+from promptlint.contract.request import data_provider
+from promptlint.providers import DATA_DATE, is_known_model
 
 GOLDEN_FORMAT = 1
 """Version of the golden file layout."""
@@ -39,6 +40,11 @@ class GoldenUsageError(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         click.echo(f"promptlint: error: {self.format_message()}", err=True)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
 
 
 # --- targets -----------------------------------------------------------------------------------
@@ -70,8 +76,10 @@ def load_contracts(target: str) -> list[PromptContract]:
         raise
     except ContractError as exc:
         raise GoldenUsageError(f"TARGET {target!r}: invalid contract: {exc}") from None
+    except SystemExit as exc:  # the target module called sys.exit(); that is not a contract
+        raise GoldenUsageError(f"TARGET {target!r}: importing {module_part} called sys.exit({exc.code!r})") from None
     except Exception as exc:  # noqa: BLE001 - any import failure is the user's target
-        raise GoldenUsageError(f"TARGET {target!r}: cannot import {module_part}: {type(exc).__name__}: {exc}") from None
+        raise GoldenUsageError(f"TARGET {target!r}: cannot import {module_part}: {_one_line(exc)}") from None
     if not hasattr(module, attr):
         raise GoldenUsageError(f"TARGET {target!r}: {module_part} has no attribute {attr!r}")
     value = getattr(module, attr)
@@ -80,6 +88,10 @@ def load_contracts(target: str) -> list[PromptContract]:
             value = value()
         except ContractError as exc:
             raise GoldenUsageError(f"TARGET {target!r}: invalid contract: {exc}") from None
+        except SystemExit as exc:
+            raise GoldenUsageError(f"TARGET {target!r}: calling {attr}() called sys.exit({exc.code!r})") from None
+        except Exception as exc:  # noqa: BLE001 - the user's callable failed
+            raise GoldenUsageError(f"TARGET {target!r}: calling {attr}() raised {_one_line(exc)}") from None
     items = list(value) if isinstance(value, (list, tuple)) else [value]
     if not items or not all(isinstance(item, PromptContract) for item in items):
         raise GoldenUsageError(f"TARGET {target!r} is not a PromptContract, a list of them, or a callable returning one")
@@ -111,6 +123,7 @@ def golden_document(contract: PromptContract, renderers: Iterable[str] = tuple(D
             "breakpoints": list(report.breakpoints),
             "layers": dict(report.layers),
             "cache_key": report.cache_key,
+            "preloaded": list(report.preloaded),
         }
     layers = {}
     for layer in contract.layers:
@@ -123,6 +136,7 @@ def golden_document(contract: PromptContract, renderers: Iterable[str] = tuple(D
         "version": contract.version,
         "provider_data": DATA_DATE,
         "layers": layers,
+        "skills": {skill.name: {"description": skill.description, "body": skill.body} for skill in contract.catalogue},
         "providers": provider_docs,
     }
 
@@ -135,9 +149,12 @@ def golden_path(directory: str | os.PathLike[str], contract: PromptContract) -> 
 def write_golden(directory: str | os.PathLike[str], contract: PromptContract) -> Path:
     """Write the golden file of ``contract`` atomically (temp file in the same dir, then replace)."""
     path = golden_path(directory, contract)
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(golden_document(contract), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise GoldenUsageError(f"cannot write goldens into {path.parent}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -145,9 +162,11 @@ def write_golden(directory: str | os.PathLike[str], contract: PromptContract) ->
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes 0600; a golden is a normal repository file
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise GoldenUsageError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise
     return path
 
@@ -172,6 +191,16 @@ def read_golden(path: Path) -> dict[str, Any]:
             raise GoldenFileError(f"{path}: provider {provider!r} lacks a sha256 or layer hashes")
         if not all(isinstance(digest, str) for digest in entry["layers"].values()):
             raise GoldenFileError(f"{path}: provider {provider!r} has a layer hash that is not a string")
+        for key, kind in (("model", str), ("floor", int), ("preloaded", list)):
+            if key in entry and (not isinstance(entry[key], kind) or isinstance(entry[key], bool)):
+                raise GoldenFileError(f"{path}: provider {provider!r}: {key!r} is not a {kind.__name__}")
+        if not all(isinstance(name, str) for name in entry.get("preloaded", [])):
+            raise GoldenFileError(f"{path}: provider {provider!r}: 'preloaded' lists a non-name")
+    skills = document.get("skills", {})
+    if not isinstance(skills, dict) or not all(
+            isinstance(e, dict) and isinstance(e.get("body"), str) and isinstance(e.get("description"), str)
+            for e in skills.values()):
+        raise GoldenFileError(f"{path}: 'skills' must map each skill name to its description and body")
     for name, entry in document["layers"].items():
         if not isinstance(entry, dict) or not isinstance(entry.get("text"), str):
             raise GoldenFileError(f"{path}: layer {name!r} lacks its text")
@@ -206,12 +235,40 @@ def _short_diff(old: str, new: str, limit: int = 20) -> str:
     return "\n".join("    " + line for line in lines)
 
 
-def _layer_change(contract: PromptContract, golden: dict[str, Any], provider: str, name: str) -> tuple[int | None, str]:
+def _text_change(what: str, old: str, new: str) -> tuple[int, str]:
+    offset = _first_difference(old.encode("utf-8"), new.encode("utf-8"))
+    line = new.encode("utf-8")[:offset].decode("utf-8", "ignore").count("\n") + 1
+    return offset, f"{what} changed at byte offset {offset} (line {line}):\n{_short_diff(old, new)}"
+
+
+def _padding_change(contract: PromptContract, golden: dict[str, Any], provider: str, old: dict[str, Any],
+                    new: dict[str, Any]) -> tuple[int | None, str]:
+    """Why the padding changed: the model, its floor, a pre-loaded skill's body, or the fallback text."""
+    if old.get("model") != new["model"]:
+        return None, (f"the padding changed because the model changed ({old.get('model')} -> {new['model']}, "
+                      f"floor {old.get('floor')} -> {new['floor']})")
+    if old.get("floor") != new["floor"]:
+        return None, (f"the padding changed because the cache floor of {new['model']} changed "
+                      f"({old.get('floor')} -> {new['floor']} tokens; provider data of {DATA_DATE}, golden made with "
+                      f"{golden.get('provider_data')})")
+    old_skills, new_skills = golden.get("skills", {}), {s.name: s for s in contract.catalogue}
+    for name in new.get("preloaded", []):
+        if name in old_skills and old_skills[name]["body"] != new_skills[name].body:
+            return _text_change(f"the body of pre-loaded skill {name!r} (padding of {new['model']})",
+                                old_skills[name]["body"], new_skills[name].body)
+    if old.get("preloaded") is not None and old.get("preloaded") != new.get("preloaded"):
+        return None, (f"the skills pre-loaded as padding changed ({old.get('preloaded')} -> {new.get('preloaded')}): "
+                      "a skill was added, removed or resized, or the stable text around it changed length")
+    return None, ("the padding changed: its fallback paragraphs or the token estimate changed "
+                  f"(provider data of {DATA_DATE}, golden made with {golden.get('provider_data')})")
+
+
+def _layer_change(contract: PromptContract, golden: dict[str, Any], provider: str, name: str,
+                  old: dict[str, Any], new: dict[str, Any]) -> tuple[int | None, str]:
     """Byte offset and readable description of how layer ``name`` changed."""
     old_entry = golden["layers"].get(name)
     if name == "(padding)":
-        return None, ("the padding changed: the cache floor, the token estimate or the padding text "
-                      f"changed (provider data of {DATA_DATE}, golden made with {golden.get('provider_data')})")
+        return _padding_change(contract, golden, provider, old, new)
     try:
         layer = contract.layer(name)
     except ContractError:
@@ -223,10 +280,13 @@ def _layer_change(contract: PromptContract, golden: dict[str, Any], provider: st
         return 0, f"layer {name!r} is new"
     old_text = str(old_entry.get("text", ""))
     if old_text == new_text:
+        if layer.skills is not None and old.get("preloaded") != new.get("preloaded"):
+            return None, (f"skill index {name!r}: the skills marked [preloaded] for {new['model']} changed "
+                          f"({old.get('preloaded')} -> {new.get('preloaded')})")
+        if old.get("model") != new["model"]:
+            return None, f"layer {name!r} renders differently because the model changed ({old.get('model')} -> {new['model']})"
         return None, f"layer {name!r} renders differently for {provider} (renderer or provider data change)"
-    offset = _first_difference(old_text.encode("utf-8"), new_text.encode("utf-8"))
-    line = new_text.encode("utf-8")[:offset].decode("utf-8", "ignore").count("\n") + 1
-    return offset, f"layer {name!r} changed at byte offset {offset} (line {line}):\n{_short_diff(old_text, new_text)}"
+    return _text_change(f"layer {name!r}", old_text, new_text)
 
 
 def compare(contract: PromptContract, golden: dict[str, Any], current: dict[str, Any] | None = None) -> list[Mismatch]:
@@ -259,7 +319,7 @@ def compare(contract: PromptContract, golden: dict[str, Any], current: dict[str,
         changed = [name for name in new_layers if old_layers.get(name) != new_layers[name]]
         changed += [name for name in old_layers if name not in new_layers]
         layer = changed[0] if changed else None
-        offset, detail = (_layer_change(contract, golden, provider, layer) if layer
+        offset, detail = (_layer_change(contract, golden, provider, layer, old, entry) if layer
                           else (None, "no layer changed: the wire shape or model changed "
                                 f"(model {old.get('model')} -> {entry['model']})"))
         line = f"{provider} ({entry['model']}) {old['sha256'][:12]} -> {entry['sha256'][:12]}"
@@ -295,18 +355,27 @@ def check_contract(contract: PromptContract, directory: str | os.PathLike[str]) 
     return compare(contract, golden)
 
 
+CLI_UPDATE_HINT = "run `promptlint golden update`"
+
+
 def assert_matches_golden(contract: PromptContract, directory: str | os.PathLike[str] = DEFAULT_DIR,
-                          *, update: bool = False) -> None:
-    """Raise AssertionError naming every mismatch, or rewrite the golden when ``update``."""
+                          *, update: bool = False, update_hint: str = CLI_UPDATE_HINT) -> None:
+    """Raise AssertionError naming every mismatch, or rewrite the golden when ``update``.
+
+    ``update_hint`` replaces the CLI remedy in messages (the pytest plugin names its option).
+    """
     if update:
-        write_golden(directory, contract)
+        try:
+            write_golden(directory, contract)
+        except GoldenUsageError as exc:
+            raise AssertionError(exc.format_message()) from None
         return
     try:
         mismatches = check_contract(contract, directory)
     except GoldenFileError as exc:
         raise AssertionError(str(exc)) from None
     if mismatches:
-        raise AssertionError("\n".join(m.message for m in mismatches))
+        raise AssertionError("\n".join(m.message for m in mismatches).replace(CLI_UPDATE_HINT, update_hint))
 
 
 # --- commands ----------------------------------------------------------------------------------
@@ -335,6 +404,12 @@ def hash_command(targets: tuple[str, ...], providers_: tuple[str, ...], model: s
     breakpoint positions and per-layer hashes.
     """
     chosen = providers_ or tuple(DEFAULT_MODELS)
+    if model is not None and not providers_:
+        # A model belongs to one provider: render it only where it can be sent.
+        chosen = tuple(p for p in DEFAULT_MODELS if is_known_model(data_provider(p), model))
+        if not chosen:
+            raise GoldenUsageError(f"--model {model!r} is not a model of any provider in the provider data; "
+                                   "check the spelling or pass --provider")
     output = []
     for contract in _contracts(targets):
         entries = []
@@ -378,7 +453,10 @@ _dir_option = click.option("--dir", "directory", default=DEFAULT_DIR, show_defau
 def update_command(targets: tuple[str, ...], directory: str) -> None:
     """Write one golden file per contract, atomically."""
     for contract in _contracts(targets):
-        path = write_golden(directory, contract)
+        try:
+            path = write_golden(directory, contract)
+        except ContractError as exc:
+            raise GoldenUsageError(f"contract {contract.name!r} cannot be rendered: {exc}") from None
         click.echo(f"wrote {path} ({contract.name} {contract.version})")
 
 
@@ -393,6 +471,8 @@ def check_command(targets: tuple[str, ...], directory: str) -> None:
             mismatches = check_contract(contract, directory)
         except GoldenFileError as exc:
             raise GoldenUsageError(f"{exc}; restore it from version control or run `promptlint golden update`") from None
+        except ContractError as exc:
+            raise GoldenUsageError(f"contract {contract.name!r} cannot be rendered: {exc}") from None
         if mismatches:
             failures += 1
             for mismatch in mismatches:

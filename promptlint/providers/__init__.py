@@ -81,6 +81,22 @@ def cache_floor(provider: str, model: str) -> int:
     return int(floor if floor is not None else table["unknown_model_floor"])
 
 
+def known_models(provider: str) -> tuple[str, ...]:
+    """Model ids (or, for OpenAI, id prefixes) the data file knows for ``provider``, sorted."""
+    table = _provider(provider)
+    names = set(table.get("floors") or {}) | set(table.get("prices") or {}) | set(table.get("tokenizers") or {})
+    return tuple(sorted(names))
+
+
+def is_known_model(provider: str, model: str) -> bool:
+    """True when the data file knows ``model`` (a dated snapshot of a known model counts;
+    for OpenAI, whose floor is the same for every model, a known id prefix such as ``gpt-5``)."""
+    names = known_models(provider)
+    if _lookup(dict.fromkeys(names, True), model):
+        return True
+    return provider == "openai" and any(model.startswith(name) for name in names)
+
+
 def max_breakpoints(provider: str) -> int:
     """How many cache breakpoints one request may carry (Anthropic 4; OpenAI 5.6+ 4 writes)."""
     return int(_provider(provider)["max_breakpoints"])

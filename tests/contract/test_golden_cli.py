@@ -224,3 +224,78 @@ def test_pytest_plugin_update_option_rewrites_the_golden(project):
     assert run_pytest(tmp_path, "--promptlint-update-goldens").returncode == 0
     assert run_pytest(tmp_path).returncode == 0
     assert json.loads((tmp_path / "golden" / "demo.json").read_text())["version"] == "px2"
+
+
+def _usage_error(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("promptlint: error: "), result.stderr
+    return lines[0]
+
+
+def test_update_into_a_dir_under_a_file_is_a_usage_error(project):
+    tmp_path, target = project
+    (tmp_path / "plain").write_text("x")
+    assert "cannot write goldens into" in _usage_error(promptlint("golden", "update", target, "--dir", "plain/sub", cwd=tmp_path))
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes into read-only folders")
+def test_update_into_an_unwritable_dir_is_a_usage_error(project):
+    tmp_path, target = project
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    try:
+        assert "cannot write goldens into" in _usage_error(promptlint("golden", "update", target, "--dir", "locked", cwd=tmp_path))
+    finally:
+        locked.chmod(0o700)
+
+
+def test_a_golden_layer_entry_that_is_not_an_object_is_a_usage_error(project):
+    tmp_path, target = project
+    path = tmp_path / "golden" / "demo.json"
+    document = json.loads(path.read_text())
+    document["layers"]["identity"] = "text"
+    path.write_text(json.dumps(document))
+    assert "layer 'identity' lacks its text" in _usage_error(promptlint("golden", "check", target, "--dir", "golden", cwd=tmp_path))
+
+
+def test_a_target_callable_that_raises_and_a_module_that_exits_are_usage_errors(tmp_path):
+    (tmp_path / "raising.py").write_text("def make():\n    raise RuntimeError('no database')\n")
+    (tmp_path / "exiting.py").write_text("import sys\nsys.exit(3)\n")
+    assert "calling make() raised RuntimeError: no database" in _usage_error(
+        promptlint("golden", "check", "raising.py:make", cwd=tmp_path))
+    assert "called sys.exit(3)" in _usage_error(promptlint("hash", "exiting.py:contract", cwd=tmp_path))
+
+
+def test_hash_model_renders_only_where_the_model_belongs(project):
+    tmp_path, target = project
+    result = promptlint("hash", target, "--model", "claude-sonnet-4-5", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert [e["provider"] for e in json.loads(result.stdout)[0]["providers"]] == ["anthropic"]
+    assert "not a model of any provider" in _usage_error(promptlint("hash", target, "--model", "gtp-4.1", cwd=tmp_path))
+    assert "is a anthropic model" in _usage_error(
+        promptlint("hash", target, "--model", "claude-sonnet-4-5", "--provider", "openai", cwd=tmp_path))
+
+
+def test_pytest_plugin_prints_a_failure_once_and_names_its_own_option(project):
+    tmp_path, _ = project
+    write_contract(tmp_path / "demo_contract.py", identity=IDENTITY + " Today is Monday.")
+    output = run_pytest(tmp_path).stdout
+    assert output.count("changed at byte offset") == 1, output
+    assert "rerun pytest with --promptlint-update-goldens" in output and "promptlint golden update" not in output
+
+
+def test_pytest_plugin_refuses_two_contracts_with_one_name(project):
+    tmp_path, _ = project
+    (tmp_path / "test_twins.py").write_text(textwrap.dedent('''
+        from promptlint.contract import Layer, PromptContract
+
+        def test_first(promptlint_golden):
+            promptlint_golden(PromptContract("twin", "v1", [Layer("identity", text="First.")]), directory="golden")
+
+        def test_second(promptlint_golden):
+            promptlint_golden(PromptContract("twin", "v1", [Layer("identity", text="Second.")]), directory="golden")
+    '''))
+    result = run_pytest(tmp_path, "--promptlint-update-goldens", "test_twins.py")
+    assert result.returncode == 1 and "two different contracts named 'twin'" in result.stdout

@@ -13,6 +13,7 @@ PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 
 text = st.text(max_size=80)
 message = st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]), "content": text})
+USER = {"role": "user", "content": "What changed?"}
 skill = st.builds(Skill, name=st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True), description=text, body=text)
 
 
@@ -42,25 +43,25 @@ CONTRACT = contract_with()
        rolling=st.integers(0, 4))
 def test_turn_inputs_never_change_the_prefix_bytes(provider, memory, retrieved, history, skills, rolling):
     session = CONTRACT.session(workspace="/srv/repo", family="root")
-    baseline = session.render(provider).prefix
+    baseline = session.render(provider, messages=[USER]).prefix
     rendered = session.render(provider, turn={"memory": memory, "retrieved": retrieved},
-                              messages=history, skills=skills, rolling_breakpoints=rolling)
+                              messages=[*history, USER], skills=skills, rolling_breakpoints=rolling)
     assert rendered.prefix.data == baseline.data and rendered.prefix.sha256 == baseline.sha256
 
 
 @PROPERTY
 @given(workspace=text, family=text)
 def test_session_inputs_never_change_the_shared_contract_prefix(workspace, family):
-    shared = CONTRACT.session(workspace="/a", family="f").render("anthropic")
-    rendered = CONTRACT.session(workspace=workspace, family=family).render("anthropic")
+    shared = CONTRACT.session(workspace="/a", family="f").render("anthropic", messages=[USER])
+    rendered = CONTRACT.session(workspace=workspace, family=family).render("anthropic", messages=[USER])
     assert rendered["tools"] == shared["tools"] and rendered["system"][0] == shared["system"][0]
 
 
 @PROPERTY
 @given(provider=st.sampled_from(RENDERERS), memory=text, history=st.lists(message, max_size=4))
 def test_rendering_is_deterministic(provider, memory, history):
-    first = CONTRACT.session(workspace="/w").render(provider, turn={"memory": memory}, messages=history)
-    second = CONTRACT.session(workspace="/w").render(provider, turn={"memory": memory}, messages=history)
+    first = CONTRACT.session(workspace="/w").render(provider, turn={"memory": memory}, messages=[*history, USER])
+    second = CONTRACT.session(workspace="/w").render(provider, turn={"memory": memory}, messages=[*history, USER])
     assert json.dumps(dict(first), sort_keys=True) == json.dumps(dict(second), sort_keys=True)
 
 
@@ -87,8 +88,8 @@ def test_any_change_to_a_tool_changes_the_hash_and_the_tool_layer_hash(provider,
 @PROPERTY
 @given(workspace_a=text, workspace_b=text)
 def test_a_session_layer_change_changes_the_session_prefix(workspace_a, workspace_b):
-    a = CONTRACT.session(workspace=workspace_a).render("anthropic").prefix
-    b = CONTRACT.session(workspace=workspace_b).render("anthropic").prefix
+    a = CONTRACT.session(workspace=workspace_a).render("anthropic", messages=[USER]).prefix
+    b = CONTRACT.session(workspace=workspace_b).render("anthropic", messages=[USER]).prefix
     assert (a.sha256 == b.sha256) == (workspace_a == workspace_b)
 
 

@@ -219,7 +219,7 @@ def test_padding_to_the_estimate_lifts_the_real_token_count_over_the_floor():
         Layer("identity", text="You are brief.", stability="global"),
         Layer("tools", tools=[{"name": "find", "description": "Find.", "parameters": {"type": "object"}}], stability="project"),
     ])
-    request = contract.placeholder_session().render("openai", "gpt-4.1")
+    request = contract.placeholder_session().render("openai", "gpt-4.1", messages=[{"role": "user", "content": "hi"}])
     stable = canonical_json(request["tools"]).decode() + request["messages"][0]["content"]
     assert len(regex.findall(O200K_PATTERN, stable)) >= providers.cache_floor("openai", "gpt-4.1")
 

@@ -153,7 +153,8 @@ def test_gemini_config_builds_generate_content_config(example):
     assert config.system_instruction == request["config"]["system_instruction"]
     assert [d.name for d in config.tools[0].function_declarations] == ["lookup_account", "list_invoices", "open_ticket"]
     contents = [types.Content(**c) for c in request["contents"]]
-    assert [c.role for c in contents] == ["user", "model", "user", "user"]
+    assert [c.role for c in contents] == ["user", "model", "user"]
+    assert contents[-1].parts[-1].text.startswith('<context name="memory">')  # the context closes the user's turn
 
 
 def test_gemini_cache_split_builds_create_cached_content_config(example):
@@ -221,4 +222,4 @@ def test_a_second_gemini_turn_from_history_builds_sdk_contents(example):
     from google.genai import types
 
     request = _second_turn(example, "gemini")
-    assert [types.Content(**c).role for c in request["contents"]] == ["user", "model", "user", "model", "user", "user"]
+    assert [types.Content(**c).role for c in request["contents"]] == ["user", "model", "user", "model", "user"]
