@@ -33,7 +33,7 @@ def test_an_openai_miss_names_the_message_and_the_byte():
     rows = simulate([openai_turn("v1 "), openai_turn("v2 ")])
     assert rows[1]["cache_read"] == 0
     diff = rows[1]["first_difference"]
-    assert diff["block"] == "messages[0]" and diff["byte_offset"] == len('{"content":"v')
+    assert diff["block"] == "messages[0]" and diff["byte_offset"] == len('{"part":{"text":"v')
 
 
 def test_a_turn_after_the_ttl_misses_when_the_interval_is_long():
