@@ -68,6 +68,8 @@ class EmulatorServer:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, cache: CacheModel | None = None, log: bool = False,
                  *, threads: int = THREADS, connection_limit: int = CONNECTION_LIMIT,
                  idle_seconds: float = IDLE_SECONDS, max_body: int = MAX_BODY_BYTES):
+        if not logging.getLogger("waitress").handlers:  # a user's own logging set-up wins
+            quiet_waitress(log)
         self.app = Emulator(cache, log)
         self.cache = self.app.cache
         listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -115,7 +117,8 @@ class EmulatorServer:
             pass
 
 
-def _quiet_waitress(verbose: bool) -> None:
+def quiet_waitress(verbose: bool) -> None:
+    """Route waitress's own log (queue depth, connection limit) to stderr with ``verbose``, else nowhere."""
     logger = logging.getLogger("waitress")
     logger.propagate = False
     logger.handlers[:] = []
@@ -139,7 +142,7 @@ def emulate_command(host: str, port: int, verbose: bool) -> None:
     Prints its URL (the SDKs' base URL, for every provider) on the first line of stdout, then
     serves until SIGINT or SIGTERM and exits 0. Exit 2 when it cannot listen.
     """
-    _quiet_waitress(verbose)
+    quiet_waitress(verbose)
     try:
         server = EmulatorServer(host, port, log=verbose)
     except (OSError, ValueError, socket.gaierror) as exc:
