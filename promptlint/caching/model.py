@@ -796,3 +796,16 @@ def cost_usd(provider: str, model: str, usage: Usage, output_tokens: int = 0) ->
     else:
         cost += usage.cache_write * p.cache_write
     return cost / 1_000_000
+
+
+def cache_metrics(usages: list[Usage]) -> dict:
+    """The seeds' cache-effectiveness figures over some turns: ``hit_rate`` (tokens read from the
+    cache / all prompt tokens) and ``cache_write_share`` (tokens written / all prompt tokens).
+    A stable prefix over N turns writes about once: ``cache_write_share`` near 1/N or below; a
+    higher share means the prefix is churning. Both are None over zero prompt tokens."""
+    total = sum(u.input_tokens + u.cache_read + u.cache_write for u in usages)
+    read = sum(u.cache_read for u in usages)
+    written = sum(u.cache_write for u in usages)
+    return {"turns": len(usages), "prompt_tokens": total, "cache_read": read, "cache_write": written,
+            "hit_rate": round(read / total, 4) if total else None,
+            "cache_write_share": round(written / total, 4) if total else None}
