@@ -62,8 +62,8 @@ def api_family(path: str) -> str:
     """Whose error shape a path gets: ``anthropic``, ``gemini`` or ``openai``."""
     if path.startswith("/v1/messages"):
         return "anthropic"
-    if path.startswith("/v1beta") or path.startswith("/v1alpha"):
-        return "gemini"
+    if path.startswith(("/v1beta/", "/v1alpha/", "/v1/models/", "/v1/cachedContents")) or path in ("/v1beta", "/v1alpha"):
+        return "gemini"  # the google-genai SDK uses v1beta, or v1 with a custom base URL
     return "openai"
 
 

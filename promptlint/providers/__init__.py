@@ -135,8 +135,8 @@ def known_model(provider: str, model: str) -> bool:
     ``provider``: in its floors, its prices or its ``models`` list. The emulator answers the
     provider's 404 for any other model, and the smoke refuses it before sending anything."""
     table = _provider(provider)
-    listed = {**dict.fromkeys(table.get("models") or ()), **(table.get("floors") or {}), **(table.get("prices") or {})}
-    return _lookup(listed, model) is not None
+    listed = {*(table.get("models") or ()), *(table.get("floors") or {}), *(table.get("prices") or {})}
+    return model in listed or _SNAPSHOT.sub("", model) in listed
 
 
 def accepted_retentions(model: str) -> tuple[str, ...]:
