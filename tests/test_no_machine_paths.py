@@ -1,7 +1,7 @@
 """Nothing of the build machine in the product: no tracked file names an absolute local path.
 
-A user has no ``/work`` or ``/root`` folder, nor this checkout's location, nor the home folder of
-whoever wrote the file. Cite public pages and versions instead. Obvious examples stay allowed:
+A user has no ``work`` or ``root`` folder at the top of the disk, nor this checkout's location, nor
+the home folder of whoever wrote the file. Cite public pages and versions instead. Obvious examples stay allowed:
 a home folder of a placeholder user (``/home/me/project``, ``/Users/alice``).
 """
 
@@ -59,18 +59,23 @@ def local_literals() -> tuple[str, ...]:
     """This checkout's absolute location and this user's home, wherever they are."""
     paths = {str(ROOT), str(ROOT.parent)}
     home = os.path.expanduser("~")
-    if home.count("/") >= 2:  # "/" or "/root" alone would match too much; MACHINE_ROOTS covers /root
+    if home.count("/") >= 2:  # a top-level home alone would match too much; MACHINE_ROOTS covers root's
         paths.add(home)
     return tuple(p for p in paths if p.count(os.sep) >= 2)
 
 
+def _p(*parts: str) -> str:
+    """An absolute path built at run time, so this file's own examples are not findings."""
+    return "/" + "/".join(parts)
+
+
 @pytest.mark.parametrize("text,expected", [
-    ("compiled from /work/shared/reference/providers.md", ["/work/shared/reference/providers.md"]),
-    ("see file:///root/notes.txt", ["/root/notes.txt"]),
-    ('{"path": "\\/work\\/x"}', ["/work/x"]),
-    ("cache in /tmp/data-gym-cache", ["/tmp/data-gym-cache"]),
-    ("written on /home/jdoe/src/app.py", ["/home/jdoe"]),
-    ("C:\\Users\\jdoe\\app", ["C:\\Users\\jdoe"]),
+    (f"compiled from {_p('work', 'shared', 'reference', 'providers.md')}", [_p("work", "shared", "reference", "providers.md")]),
+    (f"see file://{_p('root', 'notes.txt')}", [_p("root", "notes.txt")]),
+    ('{"path": "\\/' + 'work\\/x"}', [_p("work", "x")]),
+    (f"cache in {_p('tmp', 'data-gym-cache')}", [_p("tmp", "data-gym-cache")]),
+    (f"written on {_p('home', 'jdoe', 'src', 'app.py')}", [_p("home", "jdoe")]),
+    ("C:\\" + "Users\\jdoe\\app", ["C:\\" + "Users\\jdoe"]),
     ("an example: /home/me/project/pyproject.toml", []),
     ("https://example.com/work/root/tmp and ./work/x and src/tmp/y and a/home/b", []),
 ])

@@ -162,7 +162,7 @@ class PrefixHarness:
                     raise PrefixChanged(
                         f"turn {n + 1} ({after.provider}): the stable prefix changed at field "
                         f"{diff['level']!r}, block {diff['block']}, byte {diff['byte_offset']}\n"
-                        f"  turn {n}:     ...{diff['before']!r}\n  turn {n + 1}: ...{diff['after']!r}")
+                        f"  turn {n}: ...{diff['before']!r}\n  turn {n + 1}: ...{diff['after']!r}")
                 if after.cache_read == 0:
                     raise PrefixChanged(f"turn {n + 1} ({after.provider}): the prefix is unchanged but nothing was "
                                         "read from the cache (no breakpoint, or under the model's floor?)")

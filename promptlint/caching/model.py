@@ -778,7 +778,7 @@ def cache_miss_reason(previous_model: str, previous: list[Block], model: str, cu
     diff = first_difference(previous, current)
     if diff is None or diff["index"] >= len(previous):
         return None  # identical, or entries only appended
-    if diff["level"] == "settings":
+    if diff["level"] in ("settings", "speed"):
         return {"type": "unavailable"}  # the API does not diagnose thinking / tool_choice changes [A-CD]
     return {"type": MISS_REASONS.get(diff["level"], "messages_changed"), "cache_missed_input_tokens": missed}
 
