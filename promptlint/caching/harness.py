@@ -77,7 +77,9 @@ class PrefixHarness:
 
     def __init__(self, freeze_wall_clock: bool = True):
         self._now = [0.0]
-        self.server = EmulatorServer(cache=CacheModel(clock=lambda: self._now[0]))
+        # advance() shifts the wall clock waitress times idle connections by: no idle timeout here,
+        # or a shift would close the SDK's kept-alive connection under it
+        self.server = EmulatorServer(cache=CacheModel(clock=lambda: self._now[0]), idle_seconds=10 * 365 * 86400.0)
         self.requests: list[Recorded] = []
         handle = self.server.app.handle
 

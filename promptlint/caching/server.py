@@ -80,6 +80,7 @@ class EmulatorServer:
             expose_tracebacks=False, clear_untrusted_proxy_headers=False)
         self._server.channel_class = _Channel
         self._thread: threading.Thread | None = None
+        self._closed = False
 
     @property
     def server_address(self) -> tuple[str, int]:
@@ -102,19 +103,27 @@ class EmulatorServer:
     def shutdown(self) -> None:
         """Stop serving: close every socket from the server's own loop, stop the workers."""
         server = self._server
-        if self._thread is not None and self._thread.is_alive():
-            from waitress import wasyncore
+        if self._closed:
+            return
+        from waitress import wasyncore
 
+        try:
+            if self._thread is None or not self._thread.is_alive():
+                raise OSError("not serving")
             server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map))
+        except OSError:  # the loop is gone or its wake-up pipe is: close from here
+            wasyncore.close_all(server._map, ignore_all=True)
+        if self._thread is not None:
             self._thread.join(timeout=10)
+        # close_all closed every socket and the trigger pipe exactly once; closing them again
+        # later would close whatever file descriptors the numbers were reused for
+        self._closed = True
         server.task_dispatcher.shutdown(timeout=5)
 
     def server_close(self) -> None:
-        """Release the listening socket (after :meth:`shutdown`; safe to call twice)."""
-        try:
-            self._server.close()
-        except OSError:
-            pass
+        """Release the listening socket and the trigger pipe (done by :meth:`shutdown` already;
+        safe to call twice)."""
+        self.shutdown()
 
 
 def quiet_waitress(verbose: bool) -> None:
