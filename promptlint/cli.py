@@ -22,7 +22,7 @@ SUBCOMMANDS: dict[str, str] = {
     "explain": "promptlint.lint.cli:explain",
     "hash": "promptlint.golden.gate:hash_command",
     "golden": "promptlint.golden.gate:golden_group",
-    "emulate": "promptlint.caching.emulator:emulate_command",
+    "emulate": "promptlint.caching.server:emulate_command",
     "simulate": "promptlint.caching.simulate:simulate_command",
 }
 
@@ -32,7 +32,7 @@ SUMMARIES: dict[str, str] = {
     "explain": "Print the documentation of a rule code.",
     "hash": "Print prefix hashes of a prompt contract.",
     "golden": "Check or update golden prefix-hash files.",
-    "emulate": "Run an offline prompt-cache emulator (Anthropic/OpenAI HTTP API).",
+    "emulate": "Run an offline prompt-cache emulator (Anthropic, OpenAI, Gemini HTTP APIs).",
     "simulate": "Predict cache reads/writes for recorded requests.",
 }
 

@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
-"""Prove that the stable prefix is cached: two turns against the real API, turn two must read.
+"""Prove that the stable prefix is cached: N turns against the real API, every turn after the first must read.
 
-The conversation is built with the reference assembler from the example contract
-(fixtures/contracts/support_bot.py), padded above the model's cache floor. Turn one writes
-the cache (or reads it when warm), turn two must read it. A run costs at most $0.05: about
-$0.006 with claude-haiku-4-5, and a model whose worst case could cost more is refused before
-anything is sent. See docs/smoke.md.
+The conversation is built with the reference assembler from a contract (``--contract
+path/to/module.py:attr``; default the example fixtures/contracts/support_bot.py:contract),
+padded above the model's cache floor. Turn one writes the cache (or reads it when warm), every
+later turn must read it. A run costs at most $0.05; a model whose worst case could cost more, or
+that has no recorded price, is refused before anything is sent. See docs/smoke.md.
 
-Exit codes: 0 cached on turn two; 1 not cached (with the likely reason); 2 cannot run (no API
-key, bad arguments, over budget, network error after a bounded deadline).
+Exit codes: 0 cached from turn two on; 1 not cached (with the likely reason); 2 cannot run (no
+API key, bad arguments, unknown model, over budget, network error after a bounded deadline).
 
     python scripts/smoke_cache.py                        # Anthropic, needs ANTHROPIC_API_KEY
-    python scripts/smoke_cache.py --provider openai      # needs OPENAI_API_KEY
-    python scripts/smoke_cache.py --provider openai --openai-api responses
+    python scripts/smoke_cache.py --provider openai      # Chat Completions, needs OPENAI_API_KEY
+    python scripts/smoke_cache.py --provider openai-responses
+    python scripts/smoke_cache.py --provider gemini [--gemini-cache explicit]   # needs GEMINI_API_KEY
+    python scripts/smoke_cache.py --contract my_app/prompts.py:contract --turns 4
     python scripts/smoke_cache.py --dry-run              # print requests and the predicted outcome
     promptlint emulate &                                 # offline: prints its URL
     python scripts/smoke_cache.py --base-url http://127.0.0.1:PORT
@@ -36,13 +38,17 @@ sys.path.insert(0, str(ROOT))
 from promptlint import providers  # noqa: E402
 from promptlint.contract import ContractError, PromptContract  # noqa: E402
 from promptlint.caching.model import (  # noqa: E402
-    CacheModel, Usage, anthropic_blocks, cost_usd, first_difference, openai_blocks,
+    CacheModel, CacheRequestError, Usage, anthropic_blocks, cache_metrics, cost_usd, first_difference, gemini_blocks,
+    gemini_request, openai_blocks,
 )
 
-DEFAULT_MODELS = {"anthropic": "claude-haiku-4-5", "openai": "gpt-4.1"}
-KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+DEFAULT_MODELS = {"anthropic": "claude-haiku-4-5", "openai": "gpt-4.1", "gemini": "gemini-3.5-flash"}
+KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY"}
+PROVIDER_CHOICES = ("anthropic", "openai", "openai-responses", "gemini")
+DEFAULT_CONTRACT = "fixtures/contracts/support_bot.py:contract"
 QUESTIONS = ("My March invoice looks doubled. Can you check account acc_123?",
-             "Thanks. And when would a refund show up on my card?")
+             "Thanks. And when would a refund show up on my card?",
+             "One more thing: can I switch to annual billing this month?")
 BUDGET_USD = 0.05
 MAX_RETRIES = 1
 RESPONSES_MIN_OUTPUT = 16  # the Responses API rejects max_output_tokens below 16
@@ -53,13 +59,27 @@ class CannotRun(Exception):
     """Exit 2: the smoke could not run (not a cache verdict)."""
 
 
-def load_contract():
-    """The example contract the smoke sends (a realistic support bot)."""
-    path = ROOT / "fixtures" / "contracts" / "support_bot.py"
-    spec = importlib.util.spec_from_file_location("support_bot_contract", path)
+def load_contract(target: str = DEFAULT_CONTRACT):
+    """The contract ``path/to/module.py:attr`` names (relative paths from the current folder,
+    then from the repository). Importing the file runs it, as pytest runs a test module."""
+    path_text, _, attr = target.rpartition(":")
+    if not path_text or not attr:
+        raise CannotRun(f"--contract takes path/to/module.py:attribute, got {target!r}")
+    path = Path(path_text)
+    if not path.is_file() and not path.is_absolute() and (ROOT / path).is_file():
+        path = ROOT / path
+    if not path.is_file():
+        raise CannotRun(f"--contract: no such file {path_text!r}")
+    spec = importlib.util.spec_from_file_location(f"smoke_contract_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.contract
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - the user's module failing is "cannot run", with its message
+        raise CannotRun(f"--contract: importing {path_text} failed: {type(exc).__name__}: {exc}") from None
+    contract = getattr(module, attr, None)
+    if not isinstance(contract, PromptContract):
+        raise CannotRun(f"--contract: {path_text} has no PromptContract named {attr!r}")
+    return contract
 
 
 def broken(contract):
@@ -74,9 +94,16 @@ def broken(contract):
 
 
 def render(contract, provider: str, model: str, messages: list[dict]) -> dict:
-    """SDK kwargs for one turn of the smoke's session."""
-    session = contract.session(family="smoke", customer="Acme Corp, account acc_123, plan Pro")
+    """SDK kwargs for one turn of the smoke's session (session layers get a fixed sample value)."""
+    values = {layer.name: f"Sample {layer.name} for the cache smoke: Acme Corp, account acc_123, plan Pro."
+              for layer in contract.layers_of("session")}
+    session = contract.session(family="smoke", values=values)
     return session.render(provider, model, messages=messages)  # a dict that also carries .prefix
+
+
+def data_provider(renderer: str) -> str:
+    """The provider whose data and cache rules apply to a renderer (``openai-responses`` -> ``openai``)."""
+    return "openai" if renderer.startswith("openai") else renderer
 
 
 def _sdk(provider: str):
@@ -85,6 +112,10 @@ def _sdk(provider: str):
             import anthropic
 
             return anthropic
+        if provider == "gemini":
+            from google import genai
+
+            return genai
         import openai
 
         return openai
@@ -101,13 +132,24 @@ def _client(provider: str, base_url: str | None, timeout: float):
     sdk = _sdk(provider)
     if provider == "anthropic":
         return sdk.Anthropic(api_key=key, base_url=base_url, timeout=timeout, max_retries=MAX_RETRIES)
+    if provider == "gemini":
+        from google.genai import types
+
+        options = {"timeout": int(timeout * 1000),
+                   "retry_options": types.HttpRetryOptions(attempts=MAX_RETRIES + 1, initial_delay=0.5)}
+        if base_url:
+            options["base_url"] = base_url
+        return sdk.Client(api_key=key, http_options=types.HttpOptions(**options))
     if base_url and not base_url.rstrip("/").endswith("/v1"):
         base_url = base_url.rstrip("/") + "/v1"  # the openai SDK's base URL includes the version
     return sdk.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=MAX_RETRIES)
 
 
-def _send(client, provider: str, api: str, kwargs: dict) -> tuple[Usage, int, str]:
+def _send(client, renderer: str, kwargs: dict) -> tuple[Usage, int, str]:
     """Send one turn; every SDK error becomes :class:`CannotRun` (it is not a cache verdict)."""
+    provider = data_provider(renderer)
+    if provider == "gemini":
+        return _send_gemini(client, kwargs)
     sdk = _sdk(provider)
     try:
         if provider == "anthropic":
@@ -117,7 +159,7 @@ def _send(client, provider: str, api: str, kwargs: dict) -> tuple[Usage, int, st
                           getattr(u.cache_creation, "ephemeral_1h_input_tokens", 0) or 0)
             text = "".join(getattr(b, "text", "") for b in response.content) or "(no text)"
             return usage, u.output_tokens, text
-        if api == "responses":
+        if renderer == "openai-responses":
             response = client.responses.create(**kwargs)
             u = response.usage
             details = u.input_tokens_details
@@ -139,10 +181,38 @@ def _send(client, provider: str, api: str, kwargs: dict) -> tuple[Usage, int, st
         raise CannotRun(f"{provider} answered {exc.status_code}: {exc}") from None
 
 
-def predict(provider: str, requests: list[dict]) -> list[Usage]:
+def _gemini_errors(action: str, call):
+    from google.genai import errors
+
+    try:
+        return call()
+    except errors.APIError as exc:
+        raise CannotRun(f"gemini answered {exc.code} to {action}: {exc.message}") from None
+    except Exception as exc:  # noqa: BLE001 - httpx connection and timeout errors, whatever their class
+        raise CannotRun(f"network error talking to gemini after {MAX_RETRIES + 1} attempts: "
+                        f"{type(exc).__name__}: {exc}") from None
+
+
+def _send_gemini(client, kwargs: dict) -> tuple[Usage, int, str]:
+    response = _gemini_errors("generate_content", lambda: client.models.generate_content(**kwargs))
+    meta = response.usage_metadata
+    prompt, cached = meta.prompt_token_count or 0, meta.cached_content_token_count or 0
+    return Usage(prompt - cached, cached, 0), meta.candidates_token_count or 0, response.text or "(no text)"
+
+
+def _explicit_cache(kwargs: dict, name: str) -> dict:
+    """Gemini turn kwargs that read the explicit cache ``name`` (and so may not repeat its parts)."""
+    return {"model": kwargs["model"], "contents": kwargs["contents"], "config": {"cached_content": name}}
+
+
+def predict(renderer: str, requests: list[dict], explicit: dict | None = None) -> list[Usage]:
     """The cache model's prediction for the requests, in order (a fresh, offline cache)."""
     model = CacheModel(clock=lambda: 0.0)
-    return [model.anthropic(r) if provider == "anthropic" else model.openai(r) for r in requests]
+    provider = data_provider(renderer)
+    if provider == "gemini" and explicit is not None:
+        name = model.create_cached_content(explicit).name
+        requests = [_explicit_cache(r, name) for r in requests]
+    return [getattr(model, provider)(r) for r in requests]
 
 
 def changed_layer(requests: list[dict]) -> str | None:
@@ -154,10 +224,16 @@ def changed_layer(requests: list[dict]) -> str | None:
     return next((name for name in after if before.get(name) != after[name]), None)
 
 
-def reason(provider: str, requests: list[dict], predicted: list[Usage]) -> str:
-    """Why turn two did not read: prefix bytes differed (where), no breakpoint, or under the floor."""
-    blocks = anthropic_blocks if provider == "anthropic" else openai_blocks
-    first, second = blocks(requests[0]), blocks(requests[1])
+def _blocks(provider: str, request: dict):
+    if provider == "gemini":
+        return gemini_blocks(gemini_request(request))
+    return anthropic_blocks(request) if provider == "anthropic" else openai_blocks(request)
+
+
+def reason(renderer: str, requests: list[dict], predicted: list[Usage]) -> str:
+    """Why a later turn did not read: prefix bytes differed (where), no breakpoint, or under the floor."""
+    provider = data_provider(renderer)
+    first, second = _blocks(provider, requests[0]), _blocks(provider, requests[1])
     marked = [i for i, b in enumerate(second) if b.breakpoint]
     reasons = []
     diff = first_difference(first, second)
@@ -175,24 +251,30 @@ def reason(provider: str, requests: list[dict], predicted: list[Usage]) -> str:
     return "; also ".join(reasons)
 
 
-def conversation(contract, args, provider: str, model: str, send=None) -> tuple[list[dict], list[tuple[Usage, int]]]:
-    """Both turns' requests; with ``send``, each is sent and its reply goes into turn two
+LIMITS = {"anthropic": "max_tokens", "openai": "max_completion_tokens", "openai-responses": "max_output_tokens"}
+
+
+def conversation(contract, args, model: str, send=None) -> tuple[list[dict], list[tuple[Usage, int]]]:
+    """Every turn's request; with ``send``, each is sent and its reply goes into the next turn
     (without, a placeholder reply stands in). Returns the requests and the (usage, output) per turn."""
-    renderer = {"anthropic": "anthropic", "chat": "openai", "responses": "openai-responses"}[
-        "anthropic" if provider == "anthropic" else args.openai_api]
+    renderer = args.provider
     history = [{"role": "user", "content": QUESTIONS[0]}]
     requests, results = [], []
-    for _ in range(2):
+    for turn in range(args.turns):
         kwargs = render(broken(contract) if args.break_prefix else contract, renderer, model, history)
         kwargs.pop("max_tokens", None)
-        limit = {"anthropic": "max_tokens", "openai": "max_completion_tokens", "openai-responses": "max_output_tokens"}
-        kwargs[limit[renderer]] = output_limit(args)
+        if renderer == "gemini":
+            kwargs["config"] = {**kwargs.get("config", {}), "max_output_tokens": output_limit(args)}
+        else:
+            kwargs[LIMITS[renderer]] = output_limit(args)
         requests.append(kwargs)
         reply = "(reply)"
         if send is not None:
             usage, output, reply = send(kwargs)
             results.append((usage, output))
-        history = [*history, {"role": "assistant", "content": reply}, {"role": "user", "content": QUESTIONS[1]}]
+        question = QUESTIONS[(turn + 1) % len(QUESTIONS)] if turn + 1 < len(QUESTIONS) else \
+            f"Follow-up {turn + 1}: {QUESTIONS[(turn + 1) % len(QUESTIONS)]}"
+        history = [*history, {"role": "assistant", "content": reply}, {"role": "user", "content": question}]
         if args.break_prefix:
             time.sleep(0.001)  # distinct timestamps even on coarse clocks
     return requests, results
@@ -200,34 +282,59 @@ def conversation(contract, args, provider: str, model: str, send=None) -> tuple[
 
 def output_limit(args: argparse.Namespace) -> int:
     """The output token limit sent per turn (``--max-tokens``, raised to the Responses minimum)."""
-    if args.provider == "openai" and args.openai_api == "responses":
+    if args.provider == "openai-responses":
         return max(args.max_tokens, RESPONSES_MIN_OUTPUT)
     return args.max_tokens
 
 
-def worst_case_cost(provider: str, model: str, requests: list[dict], max_tokens: int) -> float | None:
-    """Both turns billed as cold writes at the full output limit, padded for token-count error."""
-    cold = predict(provider, requests[:1])[0]
-    one = cost_usd(provider, model, cold, max_tokens)
-    return None if one is None else 2 * one * TOKEN_MARGIN
+def check_model(renderer: str, model: str) -> None:
+    """An unknown model, or one without a recorded price, is an error before anything is sent."""
+    provider = data_provider(renderer)
+    if not providers.known_model(provider, model):
+        raise CannotRun(f"unknown {provider} model {model!r} (provider data of {providers.DATA_DATE}); "
+                        "pick one from promptlint/providers/providers.yaml")
+    try:
+        providers.price(provider, model)
+    except providers.UnknownPriceError:
+        raise CannotRun(f"no price recorded for {provider} model {model!r}, so the ${BUDGET_USD:.2f} budget cannot be "
+                        "checked; pick a priced model from promptlint/providers/providers.yaml") from None
+
+
+def worst_case_cost(renderer: str, model: str, requests: list[dict], max_tokens: int) -> float:
+    """Every turn billed as a cold write at the full output limit, padded for token-count error."""
+    provider = data_provider(renderer)
+    cold = getattr(CacheModel(clock=lambda: 0.0), provider)(requests[-1])
+    whole = Usage(0, 0, cold.input_tokens + cold.cache_read + cold.cache_write)
+    return len(requests) * (cost_usd(provider, model, whole, max_tokens) or 0.0) * TOKEN_MARGIN
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--provider", choices=sorted(DEFAULT_MODELS), default="anthropic")
+    parser.add_argument("--provider", choices=PROVIDER_CHOICES, default="anthropic",
+                        help="which API: anthropic (Messages), openai (Chat Completions), openai-responses, gemini")
     parser.add_argument("--openai-api", choices=["chat", "responses"],
                         help="with --provider openai: Chat Completions (default) or the Responses API")
-    parser.add_argument("--model", help="model id (default: claude-haiku-4-5 / gpt-4.1)")
+    parser.add_argument("--gemini-cache", choices=["implicit", "explicit"], default="implicit",
+                        help="with --provider gemini: implicit caching, or an explicit cachedContent of the prefix")
+    parser.add_argument("--contract", default=DEFAULT_CONTRACT,
+                        help=f"the prompt contract to send, path/to/module.py:attribute (default {DEFAULT_CONTRACT})")
+    parser.add_argument("--turns", type=int, default=2, help="turns in the conversation, 2-20 (default 2)")
+    parser.add_argument("--model", help="model id (default: " + " / ".join(DEFAULT_MODELS.values()) + ")")
     parser.add_argument("--base-url", help="send to this URL instead (e.g. the one `promptlint emulate` prints)")
     parser.add_argument("--max-tokens", type=int, default=16, help="output limit per turn (1-256)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request, 1-120 (the run never hangs)")
-    parser.add_argument("--dry-run", action="store_true", help="print both requests and the prediction; send nothing")
+    parser.add_argument("--dry-run", action="store_true", help="print the requests and the prediction; send nothing")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--break-prefix", action="store_true", help="put a timestamp into a stable layer on purpose")
     args = parser.parse_args(argv)
     if args.openai_api and args.provider != "openai":
         parser.error("--openai-api applies to --provider openai only")
-    args.openai_api = args.openai_api or "chat"
+    if args.openai_api == "responses":
+        args.provider = "openai-responses"
+    if args.gemini_cache == "explicit" and args.provider != "gemini":
+        parser.error("--gemini-cache applies to --provider gemini only")
+    if not 2 <= args.turns <= 20:
+        parser.error("--turns must be between 2 and 20")
     if not 1 <= args.max_tokens <= 256:
         parser.error("--max-tokens must be between 1 and 256")
     if not 1 <= args.timeout <= 120:
@@ -241,39 +348,60 @@ def main(argv: list[str] | None = None) -> int:
         args = _arguments(argv)
     except SystemExit as exc:  # argparse already printed the usage error
         return 2 if exc.code else 0
-    provider = args.provider
-    api = "messages" if provider == "anthropic" else args.openai_api
+    renderer = args.provider
+    provider = data_provider(renderer)
+    api = {"anthropic": "messages", "openai": "chat", "openai-responses": "responses", "gemini": "generateContent"}[renderer]
     model = args.model or DEFAULT_MODELS[provider]
+    explicit = None
     try:
-        contract = load_contract()
-        planned, _ = conversation(contract, args, provider, model)
-        worst = worst_case_cost(provider, model, planned, output_limit(args))
-        if worst is None and not args.base_url:
-            raise CannotRun(f"no price recorded for {provider} model {model!r}, so the ${BUDGET_USD:.2f} budget "
-                            "cannot be checked; pick a model from promptlint/providers/providers.yaml")
-        if worst is not None and worst > BUDGET_USD:
+        check_model(renderer, model)
+        contract = load_contract(args.contract)
+        planned, _ = conversation(contract, args, model)
+        if renderer == "gemini" and args.gemini_cache == "explicit":
+            explicit = planned[0].cache_create
+            planned = [_explicit_cache(r, "cachedContents/planned") for r in planned]
+        worst = worst_case_cost(renderer, model, planned if explicit is None else
+                                [{**r, "config": {**explicit["config"], "ttl": None}} for r in planned], output_limit(args))
+        if worst > BUDGET_USD:
             raise CannotRun(f"a run with {model} could cost up to ${worst:.4f}, over the ${BUDGET_USD:.2f} budget; "
-                            "pick a cheaper --model")
+                            "pick a cheaper --model or fewer --turns")
         if args.dry_run:
             requests, turns = planned, []
         else:
             client = _client(provider, args.base_url, args.timeout)
-            requests, turns = conversation(contract, args, provider, model,
-                                           lambda kwargs: _send(client, provider, args.openai_api, kwargs))
-    except (CannotRun, ContractError, OSError) as exc:
+            send = lambda kwargs: _send(client, renderer, kwargs)  # noqa: E731
+            cache_name = None
+            if explicit is not None:
+                cache_name = _gemini_errors("caches.create", lambda: client.caches.create(**explicit)).name
+                send = lambda kwargs: _send(client, renderer, _explicit_cache(kwargs, cache_name))  # noqa: E731
+            try:
+                requests, turns = conversation(contract, args, model, send)
+            finally:
+                if cache_name is not None:
+                    _gemini_errors("caches.delete", lambda: client.caches.delete(name=cache_name))
+            if explicit is not None:
+                requests = [_explicit_cache(r, cache_name) for r in requests]
+    except (CannotRun, ContractError, CacheRequestError, OSError) as exc:
         message = str(exc) if isinstance(exc, CannotRun) else f"cannot build the conversation: {exc}"
         print(f"smoke_cache: {message}", file=sys.stderr)
         if args.json:  # --json promises one object on stdout, a skip included
-            print(json.dumps({"provider": provider, "model": model, "cached": None, "error": message}))
+            print(json.dumps({"provider": renderer, "model": model, "cached": None, "error": message}))
         return 2
-    predicted = predict(provider, requests)
+    if explicit is not None and args.dry_run:
+        predicted = predict(renderer, [{**r, "config": {}} | {"contents": r["contents"], "model": r["model"]}
+                                       for r in requests], explicit)
+    elif explicit is not None:
+        predicted = [u for u, _ in turns]
+    else:
+        predicted = predict(renderer, requests)
     if args.dry_run:
-        cached = predicted[1].cache_read > 0
-        out = {"provider": provider, "model": model, "requests": requests,
+        cached = all(u.cache_read > 0 for u in predicted[1:])
+        out = {"provider": renderer, "model": model, "requests": requests,
                "predicted": [dataclasses.asdict(u) for u in predicted], "cached": cached,
-               "worst_case_cost_usd": None if worst is None else round(worst, 6), "budget_usd": BUDGET_USD}
+               "metrics": cache_metrics(predicted),
+               "worst_case_cost_usd": round(worst, 6), "budget_usd": BUDGET_USD}
         if not cached:
-            out["reason"] = reason(provider, requests, predicted)
+            out["reason"] = reason(renderer, requests, predicted)
         print(json.dumps(out, indent=None if args.json else 2, default=str))
         return 0 if cached else 1
     rows = []
@@ -282,24 +410,29 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"turn": n, "input": usage.input_tokens, "cache_write": usage.cache_write,
                      "cache_read": usage.cache_read, "output": output, "cost_usd": cost})
     total = sum(r["cost_usd"] or 0.0 for r in rows)
+    metrics = cache_metrics([u for u, _ in turns])
     first = turns[0][0]
-    # Turn one must write (or read, when warm); OpenAI before GPT-5.6 writes without reporting it.
-    silent_writes = provider == "openai" and not providers.uses_explicit_breakpoints(model)
+    # Turn one must write (or read, when warm); automatic caches (OpenAI before 5.6, Gemini) write silently.
+    silent_writes = provider == "gemini" or (provider == "openai" and not providers.uses_explicit_breakpoints(model))
     turn_one_ok = silent_writes or first.cache_write > 0 or first.cache_read > 0
-    cached = turn_one_ok and turns[1][0].cache_read > 0
-    why = None if cached else reason(provider, requests, predicted)
+    cached = turn_one_ok and all(u.cache_read > 0 for u, _ in turns[1:])
+    why = None if cached else reason(renderer, requests, predicted)
     if args.json:
-        print(json.dumps({"provider": provider, "api": api, "model": model, "base_url": args.base_url, "turns": rows,
-                          "cached": cached, "total_cost_usd": round(total, 6), "budget_usd": BUDGET_USD,
-                          "reason": why}))
+        print(json.dumps({"provider": renderer, "api": api, "model": model, "base_url": args.base_url,
+                          "contract": args.contract, "turns": rows, "cached": cached,
+                          "hit_rate": metrics["hit_rate"], "cache_write_share": metrics["cache_write_share"],
+                          "total_cost_usd": round(total, 6), "budget_usd": BUDGET_USD, "reason": why}))
     else:
-        print(f"{provider} {api} {model}" + (f" via {args.base_url}" if args.base_url else ""))
+        print(f"{provider} {api} {model}" + (f" via {args.base_url}" if args.base_url else "") + f" ({args.contract})")
         print(f"{'turn':>4} {'input':>7} {'cache write':>11} {'cache read':>10} {'output':>6} {'cost USD':>10}")
         for r in rows:
-            cost = "n/a" if r["cost_usd"] is None else f"{r['cost_usd']:.6f}"
-            print(f"{r['turn']:>4} {r['input']:>7} {r['cache_write']:>11} {r['cache_read']:>10} {r['output']:>6} {cost:>10}")
-        print(f"total ${total:.6f} (a run stays within the ${BUDGET_USD:.2f} budget)")
-        print("cached on turn 2: yes" if cached else f"NOT cached on turn 2: {why}")
+            print(f"{r['turn']:>4} {r['input']:>7} {r['cache_write']:>11} {r['cache_read']:>10} {r['output']:>6} "
+                  f"{r['cost_usd']:>10.6f}")
+        print(f"total ${total:.6f} (the worst case was ${worst:.6f}, within the ${BUDGET_USD:.2f} budget)")
+        print(f"hit_rate {metrics['hit_rate']:.3f}, cache_write_share {metrics['cache_write_share']:.3f} "
+              f"(at most 1/{len(turns)} = {1 / len(turns):.3f} means the prefix is not churning)")
+        missed = next((n for n, (u, _) in enumerate(turns[1:], 2) if u.cache_read == 0), 2)
+        print("cached from turn 2 on: yes" if cached else f"NOT cached on turn {missed}: {why}")
     return 0 if cached else 1
 
 

@@ -59,3 +59,13 @@ def promptlint_golden(request: pytest.FixtureRequest) -> Callable[..., None]:
         pytest.fail(message, pytrace=False)
 
     return check
+
+
+@pytest.fixture
+def prompt_harness():
+    """A :class:`promptlint.caching.harness.PrefixHarness`: SDK clients pointed at an in-process
+    emulator, a movable clock, and ``assert_stable_prefix()`` (see docs/harness.md)."""
+    from promptlint.caching.harness import PrefixHarness
+
+    with PrefixHarness() as harness:
+        yield harness

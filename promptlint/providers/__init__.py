@@ -122,6 +122,11 @@ def ttls(provider: str) -> tuple[str, ...]:
     return (table["default_ttl"], *values)
 
 
+def implicit_seconds(provider: str) -> int:
+    """How long an implicit (automatic) cache entry lives idle in the emulator's model."""
+    return int(_provider(provider).get("implicit_seconds") or 300)
+
+
 def prefix_step(provider: str) -> int | None:
     """Granularity of automatic prefix hits after the floor (OpenAI pre-5.6: 128), else None."""
     value = _provider(provider).get("prefix_step")
@@ -139,6 +144,28 @@ def uses_explicit_breakpoints(model: str) -> bool:
     major, minor = (int(part) for part in _provider("openai")["explicit_breakpoints_from"].split("."))
     version = (int(match.group(1)), int(match.group(2) or 0))
     return version >= (major, minor)
+
+
+def known_model(provider: str, model: str) -> bool:
+    """True when ``model`` (or the model it is a dated snapshot of) is one the data file lists for
+    ``provider``: in its floors, its prices or its ``models`` list. The emulator answers the
+    provider's 404 for any other model, and the smoke refuses it before sending anything."""
+    table = _provider(provider)
+    listed = {*(table.get("models") or ()), *(table.get("floors") or {}), *(table.get("prices") or {})}
+    return model in listed or _SNAPSHOT.sub("", model) in listed
+
+
+def accepted_retentions(model: str) -> tuple[str, ...]:
+    """The ``prompt_cache_retention`` values an OpenAI model accepts ([O-SDK]: ``24h`` only on the
+    listed models, and only ``24h`` from ``retention_24h_only_from`` on)."""
+    table = _provider("openai")
+    capable = any(model == name or model.startswith(name + "-") for name in table["retention_24h_models"])
+    match = _GPT_VERSION.match(model)
+    if match is not None:
+        major, minor = (int(part) for part in str(table["retention_24h_only_from"]).split("."))
+        if (int(match.group(1)), int(match.group(2) or 0)) >= (major, minor):
+            return ("24h",)
+    return ("in_memory", "24h") if capable else ("in_memory",)
 
 
 def tokenizer(provider: str, model: str) -> str:
@@ -160,8 +187,8 @@ class Price:
     ``cache_read`` is the price of a cache hit; ``cache_write_5m`` / ``cache_write_1h`` are
     Anthropic's write prices by TTL; ``cache_write`` is the single write price of providers
     with one TTL (OpenAI GPT-5.6+; 0.0 where writes are free). ``source`` cites the
-    providers.md sources of the sourced fields; ``unsourced`` names the fields providers.md does
-    not state (a price derived from an unsourced one is unsourced too), and ``seen_in`` the
+    data file's sources of the sourced fields; ``unsourced`` names the fields no source
+    states (a price derived from an unsourced one is unsourced too), and ``seen_in`` the
     third-party page where such a figure was seen, if any.
     """
 
@@ -396,5 +423,5 @@ def count_tokens(text: str, provider: str, model: str, *, allow_tiktoken: bool =
 
 
 def sources() -> dict[str, str]:
-    """The short source keys used in the data file (all from providers.md) and what each names."""
+    """The short source keys used in the data file (vendor pages and SDK releases, dated) and what each names."""
     return {str(key): str(value) for key, value in _data()["sources"].items()}

@@ -191,9 +191,12 @@ def test_a_run_of_tool_results_counts_as_one_lookback_position():
     cache.anthropic({**blocks_body(1), "messages": [{"role": "user", "content": "warm-up"}]})
     results = [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "ok"} for i in range(25)]
     results[-1] = {**results[-1], "cache_control": MARK}
-    body = {**blocks_body(1), "messages": [{"role": "user", "content": results}]}
+    uses = [{"type": "tool_use", "id": f"t{i}", "name": "lookup", "input": {}} for i in range(25)]
+    body = {**blocks_body(1), "messages": [{"role": "user", "content": "look it up"},
+                                           {"role": "assistant", "content": uses},
+                                           {"role": "user", "content": results}]}
     del body["system"][0]["cache_control"]
-    assert cache.anthropic(body).cache_read > 0  # 26 blocks, but only 2 positions
+    assert cache.anthropic(body).cache_read > 0  # 52 blocks, but only 4 positions
 
 
 def test_openai_reads_the_common_prefix_inside_a_message_rounded_down_to_128_tokens():

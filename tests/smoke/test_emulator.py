@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from promptlint.caching.model import CacheModel
-from promptlint.caching.emulator import EmulatorServer
+from promptlint.caching.server import EmulatorServer
 
 BIG = "policy line. " * 2500
 MARK = {"type": "ephemeral"}

@@ -114,7 +114,7 @@ def test_the_table_shows_each_turn_and_the_budget(emulator):
     lines = run.stdout.splitlines()
     assert lines[1].split() == ["turn", "input", "cache", "write", "cache", "read", "output", "cost", "USD"]
     assert [line.split()[0] for line in lines[2:4]] == ["1", "2"]
-    assert "within the $0.05 budget" in run.stdout and "cached on turn 2: yes" in run.stdout
+    assert "within the $0.05 budget" in run.stdout and "cached from turn 2 on: yes" in run.stdout
 
 
 def test_gpt_5_6_breakpoints_are_read_on_turn_two_through_the_emulator(emulator):
@@ -199,3 +199,75 @@ def test_gpt_5_6_writes_are_billed_once_in_the_smoke_table(start_emulator):
 def test_openai_api_with_the_anthropic_provider_is_a_bad_argument():
     run = smoke("--openai-api", "responses", "--dry-run")
     assert run.returncode == 2 and "--openai-api applies to --provider openai only" in run.stderr
+
+
+RENDERERS = {"anthropic": ("--provider", "anthropic"), "openai": ("--provider", "openai"),
+             "openai-responses": ("--provider", "openai-responses"), "gemini": ("--provider", "gemini"),
+             "gemini-explicit": ("--provider", "gemini", "--gemini-cache", "explicit")}
+CONTRACTS = ("fixtures/contracts/support_bot.py:contract", "fixtures/contracts/research_assistant.py:contract")
+
+
+@pytest.mark.parametrize("contract", CONTRACTS)
+@pytest.mark.parametrize("renderer", sorted(RENDERERS))
+def test_any_contract_is_cached_offline_on_every_renderer(start_emulator, renderer, contract):
+    proc, url = start_emulator()  # a cold emulator: turn one must write (or, for Gemini explicit, read)
+    try:
+        run = smoke(*RENDERERS[renderer], "--contract", contract, "--base-url", url, "--json")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(run.stdout)
+    assert report["cached"] is True and all(t["cache_read"] > 0 for t in report["turns"][1:])
+    assert 0 < report["hit_rate"] <= 1 and report["cache_write_share"] <= 1 / len(report["turns"])
+
+
+@pytest.mark.parametrize("renderer", ["gemini", "openai-responses"])
+def test_break_prefix_names_the_byte_on_other_renderers_and_contracts(emulator, renderer):
+    run = smoke(*RENDERERS[renderer], "--contract", CONTRACTS[1], "--base-url", emulator, "--break-prefix")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "prefix bytes differed between turns at" in run.stdout and "byte " in run.stdout
+    assert "Current time:" in run.stdout
+
+
+def test_more_turns_report_the_seeds_metrics(start_emulator):
+    proc, url = start_emulator()
+    try:
+        run = smoke("--turns", "5", "--base-url", url, "--json")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    report = json.loads(run.stdout)
+    assert run.returncode == 0 and len(report["turns"]) == 5
+    written = sum(t["cache_write"] for t in report["turns"])
+    prompt = sum(t["input"] + t["cache_write"] + t["cache_read"] for t in report["turns"])
+    assert report["cache_write_share"] == pytest.approx(written / prompt, abs=1e-3)
+    assert report["cache_write_share"] <= 1 / 5  # the stable prefix is written once in five turns
+
+
+@pytest.mark.parametrize("args,message", [
+    (("--model", "claude-nonexistent-9"), "unknown anthropic model 'claude-nonexistent-9'"),
+    (("--provider", "openai", "--model", "gpt-4o-mini"), "no price recorded for openai model 'gpt-4o-mini'"),
+    (("--contract", "fixtures/contracts/support_bot.py:nothing"), "has no PromptContract named 'nothing'"),
+    (("--contract", "no/such/file.py:contract"), "no such file"),
+    (("--turns", "1"), "--turns must be between 2 and 20"),
+])
+def test_bad_models_and_contracts_are_refused_before_sending(args, message):
+    run = smoke(*args, "--base-url", "http://127.0.0.1:9")  # nothing listens there: nothing may be sent
+    assert run.returncode == 2 and message in run.stderr and "network error" not in run.stderr
+
+
+def test_a_gpt_5_6_write_is_billed_once(start_emulator):
+    from promptlint import providers
+
+    proc, url = start_emulator()
+    try:
+        run = smoke("--provider", "openai", "--model", "gpt-5.6-luna", "--base-url", url, "--json")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    first = json.loads(run.stdout)["turns"][0]
+    price = providers.price("openai", "gpt-5.6-luna")
+    assert first["cache_write"] > 1000
+    billed = (first["input"] * price.input + first["cache_write"] * price.cache_write) / 1e6
+    assert first["cost_usd"] == pytest.approx(billed)  # not input + write rates on the written tokens
