@@ -288,14 +288,15 @@ def promptlint_bytes(*args: str, cwd) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("separator", ["\f", "\u2028", "\x1c", "\x85"])
 def test_findings_and_snippets_are_right_after_a_form_feed_or_unicode_line_separator(project, separator):
-    source = LEAK.replace("client = anthropic.Anthropic()\n",
-                          f"client = anthropic.Anthropic()\n# a{separator}b\nSYSTEM = f'Now {{datetime.datetime.now()}}'\n")
+    # Inside the request function: a value computed per request (an import-time one is frozen).
+    source = LEAK.replace("def ask(question):\n",
+                          f"def ask(question):\n    # a{separator}b\n    SYSTEM = f'Now {{datetime.datetime.now()}}'\n")
     source = source.replace('f"Today is {datetime.datetime.now()}"', "SYSTEM")
     (project / "agent.py").write_text(source, encoding="utf-8")
     result = promptlint("lint", "--no-cache", "--format", "json", cwd=project)
     [finding] = json.loads(result.stdout)
     lines = source.split("\n")
-    source_line = next(i for i, line in enumerate(lines, 1) if line.startswith("SYSTEM"))
+    source_line = next(i for i, line in enumerate(lines, 1) if line.strip().startswith("SYSTEM"))
     assert finding["trace"][0]["line"] == source_line
     assert "`datetime.datetime.now()`" in finding["trace"][0]["note"]
     assert finding["line"] == next(i for i, line in enumerate(lines, 1) if "system=SYSTEM" in line)
