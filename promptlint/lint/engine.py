@@ -124,6 +124,14 @@ def in_deep_stack(func, *args):
     return executor.submit(call).result()
 
 
+def release_deep_stack() -> None:
+    """Stop this process's deep-stack thread (at the end of a run: a later run may fork workers,
+    and a process should not fork while it has threads)."""
+    executor = _DEEP.pop(os.getpid(), None)
+    if executor is not None:
+        executor.shutdown(wait=True)
+
+
 # --------------------------------------------------------------------- workers
 _WORKER: dict = {}
 
@@ -307,6 +315,7 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
                     pending.append(path)
     finally:
         workers.close()
+        release_deep_stack()
     if cache is not None:
         for path in pending:
             if path in results:

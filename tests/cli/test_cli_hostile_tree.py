@@ -62,8 +62,12 @@ def test_output_file_writes_into_a_fifo_without_replacing_it(project):
     fifo = project / "report.fifo"
     os.mkfifo(fifo)
     reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
-    result = promptlint("lint", "--no-cache", "-o", str(fifo), cwd=project)
-    out, _ = reader.communicate(timeout=60)
+    try:
+        result = promptlint("lint", "--no-cache", "-o", str(fifo), cwd=project)
+        out, _ = reader.communicate(timeout=60)
+    finally:
+        reader.kill()  # a build that replaces the FIFO never opens it: the reader would wait forever
+        reader.wait()
     assert result.returncode == 1, result.stderr
     assert "PC101" in out
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
