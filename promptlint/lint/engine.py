@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from promptlint.lint.diagnostic import Diagnostic, FileResult, Settings
 from promptlint.lint.source import SourceError, decode_source, display_path, parse_python

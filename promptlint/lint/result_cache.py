@@ -31,6 +31,7 @@ import stat
 import tempfile
 
 from promptlint.lint.diagnostic import Diagnostic, FileResult, Fix, TraceStep
+from promptlint.lint.writing import replace_atomically
 
 CACHE_DIR = ".promptlint_cache"
 FORMAT = "4"  # bump when the entry layout changes
@@ -236,17 +237,7 @@ class LintCache:
 
     def _replace(self, name: str, data: bytes) -> None:
         """Write a file of the cache folder atomically; a link planted at ``name`` is replaced."""
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(tmp, os.path.join(self.directory, name))
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        replace_atomically(os.path.join(self.directory, name), data, mode=0o600)
 
     def save(self) -> None:
         if not self.dirty or self.key is None:

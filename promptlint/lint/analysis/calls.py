@@ -6,7 +6,7 @@ import ast
 import re
 
 from promptlint.lint.analysis.values import (
-    EMPTY, MAX_STEPS, clip, ClassInfo, FunctionRef, Taint, Val, join, merge,
+    EMPTY, clip, ClassInfo, FunctionRef, Taint, Val, join, merge,
 )
 from promptlint.lint.analysis.sinks import _role
 from promptlint.lint.diagnostic import Fix, TraceStep
@@ -113,7 +113,6 @@ class Calls:
             if info is not None:
                 return self._construct(node, info[1], args, kwargs)
         # 4. templates, joins, mutators, everything else: taint flows through
-        receiver = func if isinstance(node.func, ast.Attribute) else EMPTY
         recv_val = self.eval(node.func.value) if isinstance(node.func, ast.Attribute) else EMPTY
         method = node.func.attr if isinstance(node.func, ast.Attribute) else None
         if method == "join" and args:
@@ -170,7 +169,6 @@ class Calls:
             self.check_payload_shape(kwargs, node)
 
     def _source_result(self, node, spec, what, args, kwargs, receiver: Val | None = None) -> Val:
-        extra = merge(*(a.taints for a in args), *(v.taints for v in kwargs.values()), receiver.taints if receiver else ())
         step = self.m.step(node, f"{spec.note}: `{self.m.snippet(node, 40)}`")
         fix = None
         if spec.label == "unordered":

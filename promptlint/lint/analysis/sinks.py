@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from promptlint.lint.analysis.values import MAX_STEPS, ParamSink, Taint, Val, _const_str, clip, frozen_ok
+from promptlint.lint.analysis.values import ParamSink, Taint, Val, _const_str, clip, frozen_ok
 from promptlint.lint.catalog import ArgSpec, Condition, SinkSpec
 
 
