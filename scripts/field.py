@@ -76,6 +76,12 @@ class Entry:
     shape: str
     leaks: list[Leak] = field(default_factory=list)
     holdout: bool = False
+    blind: bool = False
+
+    @property
+    def group(self) -> str:
+        """development (looked at while tuning), holdout (leaks unseen) or blind (nothing seen)."""
+        return "blind" if self.blind else "holdout" if self.holdout else "development"
 
     @property
     def slug(self) -> str:
@@ -92,7 +98,8 @@ def load_corpus(path: Path) -> list[Entry]:
             leaks = [Leak(str(x["source"]), str(x["sink"]), str(x["family"]), str(x.get("reference", "read")),
                           str(x.get("why", "")), bool(x.get("debatable", False))) for x in raw.get("leaks") or ()]
             entries.append(Entry(str(raw["repo"]), str(raw["commit"]), str(raw.get("shape", "")), leaks,
-                                 bool(raw.get("holdout", False))))
+                                 bool(raw.get("holdout", False)) or bool(raw.get("blind", False)),
+                                 bool(raw.get("blind", False))))
         except (KeyError, TypeError) as exc:
             raise ValueError(f"{path}: repos[{i}]: missing or malformed field {exc}") from None
     return entries
@@ -237,10 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     untriaged = [(e, f) for e, f, v in all_findings if v is None]
     slowest = max(rows, key=lambda r: r[3]) if rows else None
 
-    def split(holdout: bool) -> dict:
-        leaks = [(e, leak, hit) for e, leak, hit in confirmed if e.holdout == holdout]
-        fs = [(e, f, v) for e, f, v in all_findings if e.holdout == holdout]
-        return {"repos": sum(1 for r in rows if r[0].holdout == holdout), "leaks": len(leaks),
+    def split(group: str) -> dict:
+        leaks = [(e, leak, hit) for e, leak, hit in confirmed if e.group == group]
+        fs = [(e, f, v) for e, f, v in all_findings if e.group == group]
+        return {"repos": sum(1 for r in rows if r[0].group == group), "leaks": len(leaks),
                 "found": sum(1 for *_, hit in leaks if hit), "findings": len(fs),
                 "true": sum(1 for *_, v in fs if v is not None and v[0] == "true")}
 
@@ -253,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         "untriaged": len(untriaged),
         "slowest": {"repo": slowest[0].repo, "seconds": round(slowest[3], 2)} if slowest else None,
         "total_seconds": round(sum(r[3] for r in rows), 2),
-        "development": split(False), "holdout": split(True),
+        "development": split("development"), "holdout": split("holdout"), "blind": split("blind"),
         "missing_mirrors": missing, "problems": problems,
     }
     if args.json:
@@ -268,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'repo':48} {'findings':>8} {'leaks':>5} {'found':>5} {'seconds':>7}")
     for e, verdicts, found, seconds in rows:
         real = [x for x in found if not x[0].debatable]
-        tag = " (holdout)" if e.holdout else ""
+        tag = "" if e.group == "development" else f" ({e.group})"
         print(f"{(e.repo + tag)[:48]:48} {len(verdicts):8} {len(real):5} {sum(1 for _, h in real if h):5} {seconds:7.2f}")
     for e, leak, hit in confirmed:
         if not hit:
@@ -284,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nrepos {s['repos']}  confirmed leaks {s['confirmed_leaks']}  found {s['found']}  recall {s['recall']}")
     print(f"debatable leaks {s['debatable_leaks']}  found {s['debatable_found']}")
     print(f"findings {s['findings']}  true {s['true']}  precision {s['precision']}  untriaged {s['untriaged']}")
-    for part in ("development", "holdout"):
+    for part in ("development", "holdout", "blind"):
         p = s[part]
         print(f"{part:11}  repos {p['repos']}  leaks {p['found']}/{p['leaks']}  findings {p['findings']}  true {p['true']}")
     if slowest:
