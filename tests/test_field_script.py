@@ -1,0 +1,88 @@
+"""scripts/field.py materialises mirrors, lints whole trees and counts leaks and verdicts per group."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+FIELD = Path(__file__).resolve().parent.parent / "scripts" / "field.py"
+
+LEAKY = '''\
+import datetime
+import anthropic
+
+client = anthropic.Anthropic()
+
+
+def reply(question):
+    system = f"You are terse. Now: {datetime.datetime.now()}"
+    return client.messages.create(model="claude-haiku-4-5", max_tokens=64, system=system,
+                                  messages=[{"role": "user", "content": question}])
+'''
+
+
+def make_mirror(root: Path, name: str, files: dict[str, str]) -> str:
+    """A bare mirror at root/owner+name/repo holding one commit of ``files``; returns the sha."""
+    work = root / "src" / name
+    work.mkdir(parents=True)
+    for path, text in files.items():
+        (work / path).write_text(text)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(work)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    sha = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    subprocess.run(["git", "clone", "-q", "--mirror", str(work), str(root / "mirrors" / name / "repo")], check=True)
+    return sha
+
+
+def test_field_counts_leaks_and_verdicts_per_group(tmp_path):
+    dev = make_mirror(tmp_path, "acme+bot", {"bot.py": LEAKY})
+    blind = make_mirror(tmp_path, "acme+quiet", {"quiet.py": LEAKY.replace("{datetime.datetime.now()}", "")})
+    corpus = tmp_path / "corpus.yaml"
+    corpus.write_text(f"""repos:
+- repo: acme/bot
+  commit: {dev}
+  leaks:
+  - {{source: bot.py:8, sink: bot.py:9, family: time, reference: read, why: clock in the system prompt}}
+  - {{source: bot.py:8, sink: bot.py:9, family: ordering, reference: read, why: wrong family is not found}}
+- repo: acme/quiet
+  commit: {blind}
+  blind: true
+""")
+    triage = tmp_path / "triage.tsv"
+    triage.write_text("")
+    out = subprocess.run([sys.executable, str(FIELD), "--mirrors", str(tmp_path / "mirrors"), "--work",
+                          str(tmp_path / "work"), "--corpus", str(corpus), "--triage", str(triage), "--json"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert (summary["confirmed_leaks"], summary["found"]) == (2, 1)
+    assert summary["untriaged"] == summary["findings"] >= 1 and summary["true"] == 0
+    assert summary["development"]["leaks"] == 2 and summary["blind"] == {
+        "repos": 1, "leaks": 0, "found": 0, "findings": 0, "true": 0}
+    assert summary["missed"] == [{"repo": "acme/bot", "source": "bot.py:8", "family": "ordering"}]
+
+    finding = next(f for f in summary["per_repo"] if f["repo"] == "acme/bot")
+    triage.write_text(f"acme/bot\t{dev[:10]}\tbot.py:9\tPC101\ttrue\ttime\tclock per request\n")
+    again = json.loads(subprocess.run(
+        [sys.executable, str(FIELD), "--mirrors", str(tmp_path / "mirrors"), "--work", str(tmp_path / "work"),
+         "--corpus", str(corpus), "--triage", str(triage), "--json"], capture_output=True, text=True,
+        timeout=300).stdout)
+    assert finding["findings"] >= 1 and again["true"] >= 1
+
+
+def test_a_malformed_corpus_or_triage_is_exit_2_with_one_line(tmp_path):
+    corpus = tmp_path / "corpus.yaml"
+    corpus.write_text("repos:\n- commit: abc\n")
+    out = subprocess.run([sys.executable, str(FIELD), "--mirrors", str(tmp_path), "--corpus", str(corpus)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "repos[0]" in out.stderr and "Traceback" not in out.stderr
+    corpus.write_text("repos: []\n")
+    triage = tmp_path / "triage.tsv"
+    triage.write_text("acme/bot\tabc\tbot.py:9\tPC101\tmaybe\ttime\twhy\n")
+    out = subprocess.run([sys.executable, str(FIELD), "--mirrors", str(tmp_path), "--corpus", str(corpus),
+                          "--triage", str(triage)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "triage.tsv:1" in out.stderr
