@@ -2,7 +2,7 @@
 
 Blocks run in a temporary folder where ``fixtures`` and ``scripts`` point into the checkout, with
 this interpreter's bin folder first on PATH (``.venv/bin/`` prefixes are dropped). A python block
-must exit 0; a sh block runs whole as one bash script and every command in it must exit 0 or 1
+must exit 0 (one that defines ``test_*`` functions runs under pytest, and they must pass); a sh block runs whole as one bash script and every command in it must exit 0 or 1
 (promptlint's documented outcomes; 2 is a usage error) without a traceback; processes it leaves
 behind are ended. A block preceded by ``<!-- docs-test: in DIR -->`` runs in the checkout's DIR
 (an example with its own modules). A block preceded by ``<!-- docs-test: skip (reason) -->``
@@ -24,6 +24,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SKIP = re.compile(r"<!--\s*docs-test:\s*skip\s*\((?P<reason>[^)]*)\)\s*-->")
 FOLDER = re.compile(r"<!--\s*docs-test:\s*in\s+(?P<folder>[\w./-]+)\s*-->")
+TEST_FUNCTION = re.compile(r"^def test_\w+\(", re.M)
 FENCE = re.compile(r"^```(?P<lang>[\w-]*)\s*$")
 
 
@@ -91,7 +92,14 @@ def test_code_block_runs(page, line, lang, code, skip, directory, tmp_path):
         pytest.skip(skip)
     cwd = ROOT / directory if directory else tmp_path
     env = sandbox(tmp_path)
-    if lang == "python":
+    if lang == "python" and TEST_FUNCTION.search(code):
+        # a test a user copies into their suite: run it with pytest, so its body runs too
+        (cwd / "test_block.py").write_text(code + "\n", encoding="utf-8")
+        result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_block.py"],
+                                cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+        ok = result.returncode == 0 and " passed" in result.stdout
+        result.stderr += result.stdout
+    elif lang == "python":
         result = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env,
                                 capture_output=True, text=True, timeout=120)
         ok = result.returncode == 0
