@@ -438,4 +438,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # the reader went away (`| head`): no verdict was delivered, so "cannot run"
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush cannot fail again
+        print("smoke_cache: the output was closed before the report was written", file=sys.stderr)
+        sys.exit(2)
