@@ -2,10 +2,12 @@
 
 Blocks run in a temporary folder where ``fixtures`` and ``scripts`` point into the checkout, with
 this interpreter's bin folder first on PATH (``.venv/bin/`` prefixes are dropped). A python block
-must exit 0 (one that defines ``test_*`` functions runs under pytest, and they must pass); a sh block runs whole as one bash script and every command in it must exit 0 or 1
-(promptlint's documented outcomes; 2 is a usage error) without a traceback; processes it leaves
-behind are ended. A block preceded by ``<!-- docs-test: in DIR -->`` runs in the checkout's DIR
-(an example with its own modules). A block preceded by ``<!-- docs-test: skip (reason) -->``
+must exit 0; one that defines ``test_*`` functions is a test a user copies into a suite, so it
+runs under pytest and its tests must pass. A sh block runs whole as one bash script and every
+command in it must exit 0 or 1 (promptlint's documented outcomes; 2 is a usage error) without a
+traceback; processes it leaves behind are ended. A block preceded by
+``<!-- docs-test: in DIR -->`` runs in the checkout's DIR, which is also importable (an example
+with its own modules). A block preceded by ``<!-- docs-test: skip (reason) -->``
 is skipped with that reason: only a live API key, the network or a package install. ``text`` blocks
 are output samples and never run. Every other block must run: a failure fails.
 """
@@ -92,11 +94,14 @@ def test_code_block_runs(page, line, lang, code, skip, directory, tmp_path):
         pytest.skip(skip)
     cwd = ROOT / directory if directory else tmp_path
     env = sandbox(tmp_path)
+    if directory:
+        env["PYTHONPATH"] = str(cwd) + os.pathsep + env["PYTHONPATH"]
     if lang == "python" and TEST_FUNCTION.search(code):
-        # a test a user copies into their suite: run it with pytest, so its body runs too
-        (cwd / "test_block.py").write_text(code + "\n", encoding="utf-8")
+        # a test a user copies into their suite: run it with pytest, so its body runs too (the file
+        # is written to the temporary folder, never into the checkout)
+        (tmp_path / "test_block.py").write_text(code + "\n", encoding="utf-8")
         result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_block.py"],
-                                cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+                                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
         ok = result.returncode == 0 and " passed" in result.stdout
         result.stderr += result.stdout
     elif lang == "python":
