@@ -37,10 +37,11 @@ sys.path.insert(0, str(ROOT))
 
 from promptlint import providers  # noqa: E402
 from promptlint.contract import ContractError, PromptContract  # noqa: E402
-from promptlint.caching.model import (  # noqa: E402
-    CacheModel, CacheRequestError, Usage, anthropic_blocks, cache_metrics, cost_usd, first_difference, gemini_blocks,
-    gemini_request, openai_blocks,
-)
+from promptlint.caching.errors import CacheRequestError  # noqa: E402
+from promptlint.caching.model import CacheModel  # noqa: E402
+from promptlint.caching.prefix import first_difference  # noqa: E402
+from promptlint.caching.request_blocks import anthropic_blocks, gemini_blocks, gemini_request, openai_blocks  # noqa: E402
+from promptlint.caching.usage import Usage, cache_metrics, cost_usd  # noqa: E402
 
 DEFAULT_MODELS = {"anthropic": "claude-haiku-4-5", "openai": "gpt-4.1", "gemini": "gemini-3.5-flash"}
 KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY"}
@@ -437,4 +438,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # the reader went away (`| head`): no verdict was delivered, so "cannot run"
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush cannot fail again
+        print("smoke_cache: the output was closed before the report was written", file=sys.stderr)
+        sys.exit(2)

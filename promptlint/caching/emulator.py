@@ -27,10 +27,10 @@ from urllib.parse import parse_qs
 
 from promptlint import providers
 from promptlint.caching.errors import CacheRequestError
-from promptlint.caching.model import (
-    Block, CacheModel, CachedContent, Usage, anthropic_blocks, cache_miss_reason, gemini_blocks, gemini_request,
-    openai_blocks,
-)
+from promptlint.caching.model import CacheModel, CachedContent
+from promptlint.caching.prefix import Block, cache_miss_reason
+from promptlint.caching.request_blocks import anthropic_blocks, gemini_blocks, gemini_request, openai_blocks
+from promptlint.caching.usage import Usage
 
 REPLY = "Acknowledged."
 REPLY_TOKENS = 3

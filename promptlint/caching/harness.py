@@ -25,10 +25,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from promptlint.caching.model import (
-    Block, CacheModel, CacheRequestError, anthropic_blocks, first_difference, gemini_blocks, gemini_request,
-    openai_blocks,
-)
+from promptlint.caching.errors import CacheRequestError
+from promptlint.caching.model import CacheModel
+from promptlint.caching.prefix import Block, first_difference
+from promptlint.caching.request_blocks import anthropic_blocks, gemini_blocks, gemini_request, openai_blocks
 from promptlint.caching.server import EmulatorServer
 
 START = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a fixed wall-clock start keeps runs comparable

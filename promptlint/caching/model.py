@@ -1,16 +1,12 @@
 """One model of provider prompt caches, shared by the emulator and the simulator.
 
-The rules (docs/smoke.md cites the provider page for each; per-model numbers are dated data in
-promptlint/providers/providers.yaml, read through ``promptlint.providers``):
+What each request's prefix is, and which markers a provider rejects, is
+``promptlint.caching.request_blocks``; comparing prefixes is ``promptlint.caching.prefix``;
+usage, cost and metrics are ``promptlint.caching.usage``. This module keeps the cache state and
+the read/write rules (docs/smoke.md cites the provider page for each; per-model numbers are
+dated data in promptlint/providers/providers.yaml, read through ``promptlint.providers``):
 
 Anthropic (Messages API)
-- The prefix is tools → system → messages, compared byte for byte, block by block (a block's
-  own keys sorted, nested JSON such as ``tool_use`` input in the order sent). ``tool_choice``,
-  ``thinking`` and ``output_config`` sit between system and messages: changing them
-  invalidates the messages only.
-- A ``cache_control`` marker on a block is a breakpoint; a top-level ``cache_control`` marks
-  the last block (automatic caching). More than ``max_breakpoints`` (4) is a 400, and so is a
-  ``1h`` marker after a ``5m`` one, or a top-level TTL that differs from the last block's.
 - A breakpoint writes one entry: the hash of the prefix ending at that block, if the prefix
   reaches the model's minimum cacheable length. Nothing is written at other positions; below
   the minimum the request still succeeds and caches nothing.
@@ -30,19 +26,19 @@ OpenAI (Chat Completions / Responses)
   is ``explicit``, an implicit one at the latest user/tool message (earlier user/tool messages
   are earlier turns' implicit breakpoints: read, never written). Reads look at the latest
   ``read_window_breakpoints``; at most ``max_breakpoints`` (4) new writes per request, the
-  implicit one taking a slot; writes are reported as ``cache_write_tokens``. A marker on a
-  tool, on assistant output or on a block type that cannot carry one is a 400.
+  implicit one taking a slot; writes are reported as ``cache_write_tokens``.
+
+Gemini: implicit caching like OpenAI's automatic prefix; explicit ``cachedContents`` are kept here.
 
 The clock is injectable, so TTL expiry is testable without sleeping. A miss that an expired
-entry explains says so in ``Usage.note``; :func:`first_difference` and :func:`cache_miss_reason`
-say where two requests' prefixes part.
+entry explains says so in ``Usage.note``. The names this module always offered (``Block``,
+``Usage``, ``cost_usd``, ``first_difference``, the ``*_blocks`` functions, ...) stay importable
+from it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 import math
 import threading
 import time
@@ -54,34 +50,21 @@ from typing import Any, Callable
 from promptlint import providers
 from promptlint.caching import rejections
 from promptlint.caching.errors import CacheRequestError
+from promptlint.caching.prefix import (
+    Block, cache_miss_reason, common_prefix, first_difference, prefix_hashes, prefix_level, tokens_of_prefix,
+)
+from promptlint.caching.request_blocks import (
+    TTL_SECONDS, anthropic_blocks, check_anthropic_breakpoints, gemini_blocks, gemini_request, lookback_positions,
+    openai_blocks,
+)
+from promptlint.caching.usage import Usage, cache_metrics, cost_usd
 
-__all__ = ["Block", "CacheModel", "CacheRequestError", "Usage", "anthropic_blocks", "cache_miss_reason", "cost_usd",
-           "first_difference", "gemini_blocks", "gemini_request", "openai_blocks", "prefix_level"]
-
-TTL_SECONDS = {"5m": 300.0, "1h": 3600.0, "30m": 1800.0}
-"""Wire names of cache lifetimes and their length (the names are the definition)."""
+__all__ = ["Block", "CacheModel", "CacheRequestError", "CachedContent", "Usage", "anthropic_blocks",
+           "cache_metrics", "cache_miss_reason", "cost_usd", "first_difference", "gemini_blocks", "gemini_request",
+           "openai_blocks", "parse_duration", "prefix_level"]
 
 OPENAI_IN_MEMORY_SECONDS = 600.0
 """Pre-5.6 ``in_memory`` retention: evicted after ~5-10 minutes idle [O-PC]; the upper end."""
-
-OPENAI_BREAKPOINT_TYPES = {
-    "chat": frozenset({"text", "image_url", "input_audio", "file", "refusal"}),
-    "responses": frozenset({"input_text", "input_image", "input_file"}),
-}
-"""Content block types that may carry ``prompt_cache_breakpoint`` (GPT-5.6+) [O-PC]."""
-
-MESSAGE_LEVEL_SETTINGS = ("tool_choice", "thinking", "output_config")
-"""Anthropic request fields whose change invalidates the ``messages`` level but not tools or
-system [A-PC] "What invalidates what". They enter the prefix as one zero-token ``settings``
-block between the system blocks and the messages."""
-
-SPEED_SETTINGS = ("speed",)
-"""Anthropic request fields whose change invalidates system and messages but not tools [A-PC]; they
-enter the prefix as a zero-token ``speed`` block between the tools and the system blocks."""
-
-IMAGE_TYPES = frozenset({"image", "document"})
-"""Anthropic block types counted as images: adding or removing one anywhere invalidates the
-``messages`` level [A-PC], so their count is part of the ``settings`` block."""
 
 KEPT_PROMPTS_PER_KEY = 16
 """Automatic-caching prompts (OpenAI before 5.6, Gemini implicit) remembered per cache key."""
@@ -91,53 +74,6 @@ KEPT_ENTRIES = 8192
 """Breakpoint entries kept in all; past this, expired entries go first, then those expiring soonest.
 Together with the two above this bounds the model's memory whatever the traffic (real caches evict too)."""
 _EXPLAIN_EXPIRY_SECONDS = 3600.0  # how long an expired entry still explains a miss
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def block_bytes(block: Any) -> bytes:
-    """The bytes a block is compared by: its own keys sorted, everything inside them as sent.
-
-    The APIs parse a block's fields (``type``, ``text``, ...), so their order cannot matter;
-    nested JSON (``tool_use`` input, tool schemas, tool arguments) is rendered into the prompt
-    as the client wrote it, so its key order does ([A-PC]: key order in ``tool_use`` input must
-    be stable). Fixed separators, UTF-8.
-    """
-    if not isinstance(block, dict):
-        return _json(block).encode("utf-8")
-    return ("{" + ",".join(f"{_json(str(k))}:{_json(block[k])}" for k in sorted(block)) + "}").encode("utf-8")
-
-
-@dataclass
-class Block:
-    """One cacheable position of a request's prefix."""
-
-    where: str  # "tools[0]", "system[1]", "messages[2].content[0]"
-    data: bytes  # block_bytes() of the block without its cache marker
-    tokens: int
-    breakpoint: str | None = None  # the marker's TTL (Anthropic) or "explicit" (OpenAI)
-    kind: str = ""  # block type ("text", "tool_use", ...) or message role for OpenAI
-    turn_boundary: bool = False  # OpenAI: the last block of a user/tool message
-
-
-@dataclass
-class Usage:
-    """What one request read, wrote and paid as fresh input.
-
-    The three counts are disjoint and add up to the whole prompt, for every provider:
-    ``input_tokens`` is fresh input only (Anthropic's ``input_tokens``; OpenAI's prompt tokens
-    minus ``cached_tokens`` and ``cache_write_tokens``). ``cache_write_1h`` is the part of
-    ``cache_write`` written with a one-hour TTL.
-    """
-
-    input_tokens: int
-    cache_read: int = 0
-    cache_write: int = 0
-    cache_write_1h: int = 0
-    hit_at: str | None = None
-    note: str = ""
 
 
 @dataclass
@@ -150,226 +86,6 @@ class _Entry:
 class _Prompt:
     data: bytes
     expires: float
-
-
-def _strip_marker(block: dict) -> dict:
-    return {k: v for k, v in block.items() if k not in ("cache_control", "prompt_cache_breakpoint")}
-
-
-def _count(data: bytes, provider: str, model: str) -> int:
-    return providers.count_tokens(data.decode("utf-8", "ignore"), provider, model).n
-
-
-def _dotted(where: str) -> str:
-    """``messages[2].content[1]`` as the APIs' error messages spell it: ``messages.2.content.1``."""
-    return where.replace("[", ".").replace("]", "")
-
-
-# ---------------------------------------------------------------------------------- Anthropic
-def anthropic_blocks(body: dict) -> list[Block]:
-    """The request's cacheable blocks in prefix order (tools, speed, system, settings, messages).
-
-    Raises :class:`CacheRequestError` for a top-level ``cache_control`` whose TTL differs from
-    the one already on the last block (the real API's 400).
-    """
-    model = str(body.get("model", ""))
-    blocks: list[Block] = []
-
-    def add(where: str, block: Any, role: str | None = None) -> None:
-        marker = None
-        if isinstance(block, dict) and isinstance(block.get("cache_control"), dict):
-            marker = str(block["cache_control"].get("ttl") or "5m")
-            block = _strip_marker(block)
-        kind = str(block.get("type", "")) if isinstance(block, dict) else ""
-        if role is not None and isinstance(block, dict):
-            block = {**block, "role": role}  # the same text as user or assistant is a different prefix
-        data = block_bytes(block)
-        blocks.append(Block(where, data, _count(data, "anthropic", model), marker, kind))
-
-    tools = body.get("tools")
-    for i, tool in enumerate(tools if isinstance(tools, list) else []):
-        add(f"tools[{i}]", tool)
-    blocks.append(Block("speed", block_bytes({k: body[k] for k in SPEED_SETTINGS if k in body}), 0, None, "settings"))
-    system = body.get("system")
-    if isinstance(system, str) and system:
-        add("system[0]", {"type": "text", "text": system})
-    elif isinstance(system, list):
-        for i, block in enumerate(system):
-            add(f"system[{i}]", block)
-    messages = body.get("messages")
-    messages = messages if isinstance(messages, list) else []
-    if messages:
-        settings = {key: body[key] for key in MESSAGE_LEVEL_SETTINGS if key in body}
-        images = sum(1 for m in messages if isinstance(m, dict) and isinstance(m.get("content"), list)
-                     for b in m["content"] if isinstance(b, dict) and b.get("type") in IMAGE_TYPES)
-        if images:
-            settings["images"] = images
-        blocks.append(Block("settings", block_bytes(settings), 0, None, "settings"))
-    for m, message in enumerate(messages):
-        if not isinstance(message, dict):
-            raise CacheRequestError(f"messages.{m}: Input should be a valid dictionary", f"messages.{m}")
-        content, role = message.get("content"), str(message.get("role"))
-        if isinstance(content, str):
-            add(f"messages[{m}].content[0]", {"type": "text", "text": content}, role)
-        elif isinstance(content, list):
-            for i, block in enumerate(content):
-                add(f"messages[{m}].content[{i}]", block, role)
-    auto = body.get("cache_control")
-    target = next((b for b in reversed(blocks) if b.kind != "settings"), None)
-    if isinstance(auto, dict) and target is not None:
-        ttl = str(auto.get("ttl") or "5m")
-        if target.breakpoint not in (None, ttl):
-            raise CacheRequestError(f"Top-level cache_control has ttl='{ttl}' but the target block already has "
-                                    f"cache_control with ttl='{target.breakpoint}'")
-        target.breakpoint = ttl
-    return blocks
-
-
-def _positions(blocks: list[Block]) -> list[int]:
-    """Lookback position of each block: a run of tool_use (or tool_result) blocks is one position,
-    and the ``speed`` and ``settings`` pseudo-blocks take none."""
-    out, position = [], -1
-    for i, block in enumerate(blocks):
-        same_run = i > 0 and block.kind in ("tool_use", "tool_result") and blocks[i - 1].kind == block.kind
-        position += 0 if same_run or block.kind == "settings" else 1
-        out.append(position)
-    return out
-
-
-def _check_anthropic_breakpoints(blocks: list[Block]) -> list[int]:
-    marked = [i for i, b in enumerate(blocks) if b.breakpoint]
-    limit = providers.max_breakpoints("anthropic")
-    if len(marked) > limit:
-        raise CacheRequestError(f"A maximum of {limit} blocks with cache_control may be provided. Found {len(marked)}.")
-    seen_5m = False
-    for i in marked:
-        ttl = blocks[i].breakpoint
-        if ttl not in TTL_SECONDS or ttl == "30m":
-            raise CacheRequestError(f"{_dotted(blocks[i].where)}.cache_control.ttl: Input should be '5m' or '1h'")
-        if ttl == "1h" and seen_5m:
-            raise CacheRequestError(
-                f"{_dotted(blocks[i].where)}.cache_control.ttl: a ttl='1h' cache_control block must not come after "
-                "a ttl='5m' cache_control block. Note that blocks are processed in the following order: "
-                "`tools`, `system`, `messages`.")
-        seen_5m = seen_5m or ttl == "5m"
-    return marked
-
-
-# ------------------------------------------------------------------------------------- OpenAI
-_TEXT_PARTS = ("text", "input_text")
-
-
-def openai_blocks(body: dict) -> list[Block]:
-    """OpenAI prefix units in order: tools and output schema, instructions, then each message's
-    content blocks. A string content is one text part, and a text part is its text whatever its
-    ``type`` spelling: the API renders ``"x"`` and ``[{"type": "text", "text": "x"}]`` as the same
-    prompt, so they are the same bytes here.
-
-    Raises :class:`CacheRequestError` for a ``prompt_cache_breakpoint`` where the API rejects
-    one (on a tool, on assistant output, on a block type that cannot carry it).
-    """
-    model = str(body.get("model", ""))
-    api = "chat" if "messages" in body else "responses"
-    blocks: list[Block] = []
-
-    def add(where: str, value: Any, kind: str, marked: bool = False, boundary: bool = False) -> None:
-        data = block_bytes(value)
-        blocks.append(Block(where, data, _count(data, "openai", model), "explicit" if marked else None, kind, boundary))
-
-    for name in ("tools", "response_format", "text"):
-        if body.get(name):
-            for i, tool in enumerate(body[name] if name == "tools" and isinstance(body[name], list) else []):
-                if isinstance(tool, dict) and "prompt_cache_breakpoint" in tool:
-                    raise CacheRequestError("prompt_cache_breakpoint is not supported on tool definitions",
-                                            f"tools[{i}].prompt_cache_breakpoint")
-            add(name, {name: body[name]}, name)
-    if body.get("instructions"):
-        add("instructions", {"instructions": body["instructions"]}, "instructions")
-    field_name = "messages" if api == "chat" else "input"
-    items = body.get(field_name)
-    if isinstance(items, str):
-        items = [{"role": "user", "content": items}]
-    for m, item in enumerate(items if isinstance(items, list) else []):
-        if not isinstance(item, dict):
-            raise CacheRequestError(f"Invalid type for '{field_name}[{m}]': expected an object", f"{field_name}[{m}]")
-        role = str(item.get("role") or item.get("type") or "")
-        turn = role in ("user", "tool", "function_call_output")
-        header = {k: v for k, v in item.items() if k != "content"}
-        content = item.get("content")
-        if isinstance(content, str):
-            add(f"{field_name}[{m}]", {**header, "part": {"text": content}}, role, boundary=turn)
-            continue
-        if not isinstance(content, list) or not content:
-            add(f"{field_name}[{m}]", item, role, boundary=turn)
-            continue
-        for i, part in enumerate(content):
-            where = f"{field_name}[{m}].content[{i}]"
-            marked = isinstance(part, dict) and "prompt_cache_breakpoint" in part
-            if marked and (role == "assistant" or part.get("type") not in OPENAI_BREAKPOINT_TYPES[api]):
-                raise CacheRequestError(
-                    f"prompt_cache_breakpoint is not supported on {role} content of type {part.get('type')!r}",
-                    f"{where}.prompt_cache_breakpoint")
-            value = _strip_marker(part) if isinstance(part, dict) else part
-            if isinstance(value, dict) and value.get("type") in _TEXT_PARTS:
-                value = {k: v for k, v in value.items() if k != "type"}  # a text part is its text, as a string is
-            add(where, {**header, "part": value}, role, marked, turn and i == len(content) - 1)
-    return blocks
-
-
-# ------------------------------------------------------------------------------------- Gemini
-def _first(*values: Any) -> Any:
-    return next((v for v in values if v is not None), None)
-
-
-def gemini_request(body: dict) -> dict:
-    """A Gemini request in one shape, from either the REST body (``systemInstruction``,
-    ``cachedContent``) or the SDK's ``generate_content`` keyword arguments (``config``):
-    ``{"model", "system", "tools", "contents", "cached_content"}``. Strings become text parts."""
-    config = body.get("config") if isinstance(body.get("config"), dict) else {}
-    model = str(_first(body.get("model"), ""))
-    model = model[len("models/"):] if model.startswith("models/") else model
-    system = _first(body.get("systemInstruction"), body.get("system_instruction"), config.get("system_instruction"),
-                    config.get("systemInstruction"))
-    tools = _first(body.get("tools"), config.get("tools"))
-    cached = _first(body.get("cachedContent"), body.get("cached_content"), config.get("cached_content"),
-                    config.get("cachedContent"))
-    contents = body.get("contents")
-    if isinstance(contents, str):
-        contents = [contents]
-    if isinstance(contents, list):
-        contents = [{"role": "user", "parts": [{"text": c}]} if isinstance(c, str) else c for c in contents]
-    return {"model": model, "system": system, "tools": tools, "contents": contents, "cached_content": cached}
-
-
-def _system_parts(system: Any) -> list:
-    if isinstance(system, str):
-        return [{"text": system}]
-    if isinstance(system, dict):
-        return system.get("parts") if isinstance(system.get("parts"), list) else [system]
-    return system if isinstance(system, list) else []
-
-
-def gemini_blocks(request: dict) -> list[Block]:
-    """Prefix units of a normalised Gemini request (:func:`gemini_request`): each tool, the system
-    instruction, then each part of each content."""
-    model = request["model"]
-    blocks: list[Block] = []
-
-    def add(where: str, value: Any, kind: str) -> None:
-        data = block_bytes(value)
-        blocks.append(Block(where, data, _count(data, "gemini", model), None, kind))
-
-    for i, tool in enumerate(request["tools"] if isinstance(request["tools"], list) else []):
-        add(f"tools[{i}]", tool, "tools")
-    parts = _system_parts(request["system"])
-    if parts:
-        add("system_instruction", {"system_instruction": parts}, "system")
-    for c, content in enumerate(request["contents"] if isinstance(request["contents"], list) else []):
-        role = str(content.get("role") or "user") if isinstance(content, dict) else "user"
-        items = content.get("parts") if isinstance(content, dict) else None
-        for p, part in enumerate(items if isinstance(items, list) else []):
-            add(f"contents[{c}].parts[{p}]", {"role": role, "part": part}, role)
-    return blocks
 
 
 @dataclass
@@ -456,14 +172,14 @@ class CacheModel:
         rejections.check_anthropic(body)
         model = str(body.get("model", ""))
         blocks = anthropic_blocks(body)
-        marked = _check_anthropic_breakpoints(blocks)
+        marked = check_anthropic_breakpoints(blocks)
         total = sum(b.tokens for b in blocks)
         if not marked:
             return Usage(total, note="no cache breakpoint")
         floor = providers.cache_floor("anthropic", model)
         lookback = providers.lookback_blocks("anthropic") or 20
-        hashes, cumulative = _prefix_hashes(model, blocks)
-        positions = _positions(blocks)
+        hashes, cumulative = prefix_hashes(model, blocks)
+        positions = lookback_positions(blocks)
         now = self.clock()
         with self._lock:
             hit, stale = -1, None
@@ -508,12 +224,12 @@ class CacheModel:
             gone = [p for p in remembered if p.expires <= now]
             best, common = None, 0
             for prompt in kept:
-                n = _common_prefix(prompt.data, data)
+                n = common_prefix(prompt.data, data)
                 if n > common:
                     best, common = prompt, n
             read = 0
             if best is not None:
-                read = _tokens_of_prefix(blocks, common, model, provider)
+                read = tokens_of_prefix(blocks, common, model, provider)
                 read = floor + ((read - floor) // step) * step if read >= floor else 0
                 if read:
                     best.expires = now + idle
@@ -522,7 +238,7 @@ class CacheModel:
             while len(self._prompts) > self.max_keys:
                 self._prompts.popitem(last=False)  # the least recently used key
         note = ""
-        if not read and any(_tokens_of_prefix(blocks, _common_prefix(p.data, data), model, provider) >= floor
+        if not read and any(tokens_of_prefix(blocks, common_prefix(p.data, data), model, provider) >= floor
                             for p in gone):
             note = f"an earlier prompt with the same prefix was evicted after {idle:.0f} s idle"
         return read, note
@@ -568,7 +284,7 @@ class CacheModel:
         writable = sorted(set(explicit[-slots:] if slots > 0 else []) | set(latest))
         if not readable:
             return Usage(total, note="no cache breakpoint (prompt_cache_options.mode is 'explicit')")
-        hashes, cumulative = _prefix_hashes(model, blocks)
+        hashes, cumulative = prefix_hashes(model, blocks)
         now = self.clock()
         with self._lock:
             hit = max((i for i in readable if self._live(("openai", model, key, hashes[i]), now)), default=-1)
@@ -692,120 +408,3 @@ def _stale_note(entry: _Entry | None, block: Block, now: float) -> str | None:
         return None
     return f"the entry at {block.where} expired {now - entry.expires:.0f} s ago (TTL {entry.ttl})"
 
-
-def _prefix_hashes(model: str, blocks: list[Block]) -> tuple[list[bytes], list[int]]:
-    """Cumulative hash and token count of the prefix ending at each block."""
-    hashes, cumulative = [], []
-    digest, running = hashlib.sha256(model.encode("utf-8")), 0
-    for block in blocks:
-        digest.update(len(block.data).to_bytes(8, "big"))  # length-prefixed: block boundaries matter
-        digest.update(block.data)
-        running += block.tokens
-        hashes.append(digest.copy().digest())
-        cumulative.append(running)
-    return hashes, cumulative
-
-
-def _common_prefix(a: bytes, b: bytes) -> int:
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if a[:mid] == b[:mid] else (lo, mid)
-    return lo
-
-
-def _tokens_of_prefix(blocks: list[Block], nbytes: int, model: str, provider: str = "openai") -> int:
-    """Tokens in the first ``nbytes`` bytes of the blocks' concatenation (whole blocks + a part)."""
-    tokens = 0
-    for block in blocks:
-        if nbytes >= len(block.data):
-            tokens, nbytes = tokens + block.tokens, nbytes - len(block.data)
-            continue
-        return tokens + (_count(block.data[:nbytes], provider, model) if nbytes else 0)
-    return tokens
-
-
-def prefix_level(where: str) -> str:
-    """The prefix level a block belongs to: ``tools``, ``system``, ``settings``, ``messages``
-    (Anthropic) or ``tools``, ``response_format``, ``text``, ``instructions``, ``messages``,
-    ``input`` (OpenAI). A change at one level invalidates it and every later one ([A-PC])."""
-    return where.split("[", 1)[0].split(".", 1)[0]
-
-
-def first_difference(a: list[Block], b: list[Block]) -> dict | None:
-    """Where request ``b``'s prefix parts from request ``a``'s: the block and its level, the byte
-    offset inside the block, and both snippets around it (None when one is a prefix of the other
-    and both have the same blocks)."""
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x.data != y.data:
-            offset = _common_prefix(x.data, y.data)
-            lo = max(0, offset - 30)
-            return {
-                "block": y.where, "level": prefix_level(y.where), "index": i, "byte_offset": offset,
-                "before": x.data[lo:offset + 40].decode("utf-8", "replace"),
-                "after": y.data[lo:offset + 40].decode("utf-8", "replace"),
-            }
-    if len(a) != len(b):
-        i = min(len(a), len(b))
-        where = (b[i] if i < len(b) else a[i]).where
-        return {"block": where, "level": prefix_level(where), "index": i, "byte_offset": 0,
-                "before": "" if i >= len(a) else a[i].data[:40].decode("utf-8", "replace"),
-                "after": "" if i >= len(b) else b[i].data[:40].decode("utf-8", "replace")}
-    return None
-
-
-MISS_REASONS = {"tools": "tools_changed", "system": "system_changed", "messages": "messages_changed"}
-"""Anthropic ``cache_miss_reason`` type per prefix level [A-CD]."""
-
-
-def cache_miss_reason(previous_model: str, previous: list[Block], model: str, current: list[Block],
-                      read: int) -> dict | None:
-    """Anthropic cache diagnostics: why ``current`` could not reuse ``previous``'s prefix [A-CD].
-
-    None when nothing diverged (the same blocks, or only blocks appended). Otherwise
-    ``{"type": "model_changed" | "tools_changed" | "system_changed" | "messages_changed",
-    "cache_missed_input_tokens": N}``, N being what the previous request cached (up to its last
-    breakpoint) that this one did not read.
-    """
-    marked = [i for i, b in enumerate(previous) if b.breakpoint]
-    cached = sum(b.tokens for b in previous[:marked[-1] + 1]) if marked else 0
-    missed = max(0, cached - read)
-    if model != previous_model:
-        return {"type": "model_changed", "cache_missed_input_tokens": missed}
-    diff = first_difference(previous, current)
-    if diff is None or diff["index"] >= len(previous):
-        return None  # identical, or entries only appended
-    if diff["level"] in ("settings", "speed"):
-        return {"type": "unavailable"}  # the API does not diagnose thinking / tool_choice changes [A-CD]
-    return {"type": MISS_REASONS.get(diff["level"], "messages_changed"), "cache_missed_input_tokens": missed}
-
-
-def cost_usd(provider: str, model: str, usage: Usage, output_tokens: int = 0) -> float | None:
-    """The cost of one request from the dated price table, or None when no price is recorded."""
-    try:
-        p = providers.price(provider, model)
-    except (providers.UnknownPriceError, providers.UnknownProviderError):
-        return None
-    write_5m = usage.cache_write - usage.cache_write_1h
-    cost = usage.input_tokens * p.input + usage.cache_read * p.cache_read + output_tokens * (p.output or 0.0)
-    if provider == "anthropic":
-        cost += write_5m * p.cache_write_5m + usage.cache_write_1h * p.cache_write_1h
-    else:
-        cost += usage.cache_write * p.cache_write
-    return cost / 1_000_000
-
-
-def cache_metrics(usages: list[Usage]) -> dict:
-    """The seeds' cache-effectiveness figures over some turns: ``hit_rate`` (tokens read from the
-    cache / all prompt tokens) and ``cache_write_share`` (tokens written / all prompt tokens).
-    A stable prefix over N turns writes about once: ``cache_write_share`` near 1/N or below; a
-    higher share means the prefix is churning. Both are None over zero prompt tokens."""
-    total = sum(u.input_tokens + u.cache_read + u.cache_write for u in usages)
-    read = sum(u.cache_read for u in usages)
-    written = sum(u.cache_write for u in usages)
-    return {"turns": len(usages), "prompt_tokens": total, "cache_read": read, "cache_write": written,
-            "hit_rate": round(read / total, 4) if total else None,
-            "cache_write_share": round(written / total, 4) if total else None}

@@ -27,10 +27,11 @@ from typing import Any, Iterable
 import click
 
 from promptlint import providers
-from promptlint.caching.model import (
-    Block, CacheModel, CacheRequestError, Usage, anthropic_blocks, cache_metrics, cost_usd, first_difference,
-    gemini_blocks, gemini_request, openai_blocks,
-)
+from promptlint.caching.errors import CacheRequestError
+from promptlint.caching.model import CacheModel
+from promptlint.caching.prefix import Block, first_difference
+from promptlint.caching.request_blocks import anthropic_blocks, gemini_blocks, gemini_request, openai_blocks
+from promptlint.caching.usage import Usage, cache_metrics, cost_usd
 
 PROVIDERS = ("anthropic", "openai", "gemini")
 

@@ -271,3 +271,16 @@ def test_a_gpt_5_6_write_is_billed_once(start_emulator):
     assert first["cache_write"] > 1000
     billed = (first["input"] * price.input + first["cache_write"] * price.cache_write) / 1e6
     assert first["cost_usd"] == pytest.approx(billed)  # not input + write rates on the written tokens
+
+
+def test_a_reader_that_goes_away_gets_no_traceback():
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # closed before the script writes: its first write meets a broken pipe
+    try:
+        run = subprocess.run([sys.executable, str(SMOKE), "--dry-run"], stdout=write_end, stderr=subprocess.PIPE,
+                             text=True, timeout=120, env=CLEAN_ENV, cwd=ROOT)
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in run.stderr, run.stderr
+    assert run.returncode == 2
+    assert run.stderr == "smoke_cache: the output was closed before the report was written\n"
