@@ -257,12 +257,18 @@ class PatternTable:
             else:
                 self._exact.setdefault(pattern, []).append(payload)
 
+        self._seen: dict[str, tuple] = {}
+
     def match(self, name: str) -> list:
-        hits = list(self._exact.get(name, ()))
-        for regex, payload in self._globs:
-            if regex.match(name):
-                hits.append(payload)
-        return hits
+        # The analysis asks about the same few thousand names hundreds of thousands of times.
+        hits = self._seen.get(name)
+        if hits is None:
+            found = list(self._exact.get(name, ()))
+            found += [payload for regex, payload in self._globs if regex.match(name)]
+            if len(self._seen) >= 200_000:  # string constants are names too: bound the memory
+                self._seen.clear()
+            hits = self._seen[name] = tuple(found)
+        return list(hits)
 
 
 # Shapes that are stable layers whatever library sends them: a system/developer-role message

@@ -52,7 +52,8 @@ class Project:
         self._by_name: dict[str, str | None] = {}
         self._package_dirs: dict[str, bool] = {}
         self._templates: dict[str, tuple[str, str] | None] = {}
-        self._roots: set[str] = set(self.extra_roots)
+        self._roots: list[str] = sorted(set(self.extra_roots))
+        self._entries: dict[str, frozenset[str]] = {}
         self._bodies_running: set[str] = set()
         # Helper modules that an analysed file called into but that do not parse: the
         # engine reports them (PC001/PC002), so a broken helper never hides a flow silently.
@@ -78,12 +79,34 @@ class Project:
                 break
         return ".".join(parts)
 
+    def _names_in(self, directory: str) -> frozenset[str]:
+        """The entries of a folder, listed once per run. A tree has hundreds of import roots;
+        asking each for every module name cost millions of ``stat`` calls, while a name's
+        first component rules most roots out without touching the disk."""
+        found = self._entries.get(directory)
+        if found is None:
+            try:
+                found = frozenset(os.listdir(directory))
+            except OSError:
+                found = frozenset()
+            self._entries[directory] = found
+        return found
+
+    def _may_hold(self, directory: str, rel: str) -> bool:
+        """False when ``directory/rel`` cannot exist: its first component is not in the folder."""
+        head = rel.split(os.sep, 1)[0]
+        return head in ("", ".", "..") or head in self._names_in(directory)
+
     def _find_module_file(self, name: str) -> str | None:
         if name in self._by_name:
             return self._by_name[name]
         rel = name.replace(".", os.sep)
+        head = rel.split(os.sep, 1)[0]
         found = None
-        for root in sorted(self._roots):
+        for root in self._roots:
+            listed = self._names_in(root)
+            if head not in listed and head + ".py" not in listed:
+                continue
             for candidate in (os.path.join(root, rel + ".py"), os.path.join(root, rel, "__init__.py")):
                 if os.path.isfile(candidate):
                     found = candidate
@@ -189,9 +212,11 @@ class Project:
             found = self._templates[key]
         else:
             found = None
-            starts = [base, os.path.dirname(base), *sorted(self._roots), os.getcwd()]
+            starts = [base, os.path.dirname(base), *self._roots, os.getcwd()]
             for start in starts:
                 for sub in _TEMPLATE_DIRS:
+                    if not self._may_hold(start, os.path.normpath(os.path.join(sub, name))):
+                        continue
                     candidate = os.path.normpath(os.path.join(start, sub, name))
                     if os.path.isfile(candidate):
                         try:
