@@ -213,11 +213,12 @@ class Project:
         else:
             found = None
             starts = [base, os.path.dirname(base), *self._roots, os.getcwd()]
+            rels = [os.path.normpath(os.path.join(sub, name)) for sub in _TEMPLATE_DIRS]
             for start in starts:
-                for sub in _TEMPLATE_DIRS:
-                    if not self._may_hold(start, os.path.normpath(os.path.join(sub, name))):
+                for rel in rels:
+                    if not self._may_hold(start, rel):
                         continue
-                    candidate = os.path.normpath(os.path.join(start, sub, name))
+                    candidate = os.path.normpath(os.path.join(start, rel))
                     if os.path.isfile(candidate):
                         try:
                             raw = Path(candidate).read_bytes()
