@@ -208,15 +208,60 @@ def worker_count(jobs: int | None, files: int) -> int:
     return max(1, min(jobs or usable_cores(), usable_cores(), files // (PARALLEL_THRESHOLD // 2)))
 
 
+def deal(items: list, jobs: int) -> list[list[list]]:
+    """The batches each of ``jobs`` workers runs, in order: batches of neighbouring items (they
+    share helper modules), dealt round-robin so that every worker gets a share of each part of
+    the tree. A function of the items and the number of workers only."""
+    size = max(1, len(items) // (jobs * CHUNKS_PER_JOB))
+    batches = [items[i:i + size] for i in range(0, len(items), size)]
+    return [batches[number::jobs] for number in range(jobs)]
+
+
+def _serve(conn, settings: Settings, roots: list[str], strict: bool) -> None:
+    """A worker process: each task is ``(function, batches)``; one message back per batch, then
+    ``("end",)``. An exception goes back as ``("error", exc)`` (strict runs re-raise it)."""
+    try:
+        _worker_init(settings, roots, strict)
+        broken = None
+    except Exception as exc:  # noqa: BLE001 - e.g. a rule file that does not load: said on each task
+        broken = exc
+    while True:
+        task = conn.recv()
+        if task is None:
+            break
+        func, batches = task
+        try:
+            if broken is not None:
+                raise broken
+            for batch in batches:
+                conn.send(("ok", [func(item) for item in batch]))
+        except Exception as exc:  # noqa: BLE001 - handed to the parent, which raises it
+            try:
+                conn.send(("error", exc))
+            except Exception:  # noqa: BLE001 - an exception that does not pickle
+                conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+            continue
+        conn.send(("end",))
+    conn.close()
+
+
 class _Workers:
-    """Runs file tasks in this process or on a pool kept for the whole run, so later rounds
-    reuse the helper-module summaries the workers already built."""
+    """Runs file tasks in this process or on worker processes kept for the whole run, so later
+    rounds reuse the helper-module summaries the workers already built.
+
+    Which worker analyses which file, and in what order, is fixed by the file list and the
+    number of workers, never by timing: a worker's summaries of helper modules depend on the
+    files it met before, so a first-come pool printed different findings from run to run on
+    large trees. Batches of neighbouring files (which share helpers) are dealt round-robin.
+    """
 
     def __init__(self, settings: Settings, roots: list[str], jobs: int | None, strict: bool, files: int):
         self.settings, self.roots, self.strict = settings, roots, strict
         self.jobs = worker_count(jobs, files)
         self.parallel = self.jobs > 1
-        self.pool = None
+        self.processes: list = []
+        self.conns: list = []
+        self.idle = True  # no task under way: the workers can be asked to stop
 
     def map(self, func, items: list):
         if not items:
@@ -227,21 +272,55 @@ class _Workers:
                 _WORKER["owner"] = self
             yield from map(func, items)
             return
-        if self.pool is None:
-            import multiprocessing
+        if not self.processes:
+            self._start()
+        self.idle = False
+        for conn, batches in zip(self.conns, deal(items, self.jobs)):
+            conn.send((func, batches))
+        from multiprocessing.connection import wait
 
-            methods = multiprocessing.get_all_start_methods()
-            ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-            self.pool = ctx.Pool(self.jobs, initializer=_worker_init, initargs=(self.settings, self.roots, self.strict))
-        # Neighbouring files share helper modules: chunks of neighbours parse each helper once.
-        chunk = max(1, len(items) // (self.jobs * CHUNKS_PER_JOB))
-        yield from self.pool.imap_unordered(func, items, chunksize=chunk)
+        busy = list(self.conns)
+        while busy:
+            for conn in wait(busy):
+                try:
+                    message = conn.recv()
+                except EOFError:
+                    raise RuntimeError("a lint worker process ended unexpectedly") from None
+                if message[0] == "ok":
+                    yield from message[1]
+                elif message[0] == "end":
+                    busy.remove(conn)
+                else:
+                    raise message[1]
+        self.idle = True
+
+    def _start(self) -> None:
+        import multiprocessing
+
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+        for _ in range(self.jobs):
+            mine, theirs = ctx.Pipe()
+            process = ctx.Process(target=_serve, args=(theirs, self.settings, self.roots, self.strict), daemon=True)
+            process.start()
+            theirs.close()
+            self.processes.append(process)
+            self.conns.append(mine)
 
     def close(self) -> None:
         _WORKER.pop("owner", None)
-        if self.pool is not None:
-            self.pool.close()
-            self.pool.join()
+        for conn, process in zip(self.conns, self.processes):
+            if self.idle:
+                try:
+                    conn.send(None)
+                except OSError:  # the worker is gone already
+                    pass
+            else:  # interrupted mid-task: the worker may be blocked writing results nobody reads
+                process.terminate()
+        for conn, process in zip(self.conns, self.processes):
+            process.join()
+            conn.close()
+        self.processes, self.conns = [], []
 
 
 # ------------------------------------------------------------------------- runs
