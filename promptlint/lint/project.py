@@ -119,6 +119,8 @@ class Project:
     # -------------------------------------------------------------- analyses
     def analysis(self, path: str, text: str | None = None, tree: ast.Module | None = None) -> ModuleAnalysis | None:
         """The (memoised) analysis of a file; ``None`` when it cannot be read or parsed."""
+        if path in self._modules:  # resolved module paths are absolute already: skip abspath
+            return self._modules[path]
         key = os.path.abspath(path)
         if key in self._modules:
             return self._modules[key]
