@@ -62,7 +62,8 @@ def read_text(path: str, max_bytes: int) -> tuple[str | None, Diagnostic | None]
 def analyze_file(path: str, text: str, project, extra_names: frozenset[str] = frozenset()) -> FileResult:
     """Analyse one file fully; any failure becomes a diagnostic for this file only."""
     try:
-        tree = parse_python(text, path)
+        # A file another one called into is parsed already: its analysis is reused as it is.
+        tree = None if project.is_built(path) else parse_python(text, path)
     except SyntaxError as exc:
         return FileResult([_meta(path, "PC001", f"{exc.msg}", exc.lineno or 1, max(exc.offset or 1, 1))], analyzed=True)
     except (ValueError, MemoryError, RecursionError) as exc:

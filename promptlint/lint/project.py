@@ -117,6 +117,10 @@ class Project:
         return found
 
     # -------------------------------------------------------------- analyses
+    def is_built(self, path: str) -> bool:
+        """Whether this worker holds the analysis of a file already (it was a helper module)."""
+        return self._modules.get(os.path.abspath(path)) is not None
+
     def analysis(self, path: str, text: str | None = None, tree: ast.Module | None = None) -> ModuleAnalysis | None:
         """The (memoised) analysis of a file; ``None`` when it cannot be read or parsed."""
         if path in self._modules:  # resolved module paths are absolute already: skip abspath
