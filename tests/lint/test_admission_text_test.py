@@ -11,7 +11,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptlint.lint.catalog import TextTest, _top_level_branches, load_catalog
+from promptlint.lint.catalog import load_catalog
+from promptlint.lint.literal_search import TextTest, _top_level_branches
 
 PATTERNS = [
     r"""["']role["']\s*:\s*["'](?:system|developer)["']""",
