@@ -366,9 +366,8 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
                progress=None, strict: bool = False) -> LintReport:
     """Lint files and folders; the one entry point the CLI and the tests use."""
     from promptlint.lint.catalog import known_codes
-    from promptlint.lint.discover import collect_files
-
-    from promptlint.lint.project import import_roots
+    # Not project.py: a warm run would import the whole analysis package for this one function.
+    from promptlint.lint.discover import collect_files, import_roots
 
     unreadable: list[tuple[str, str]] = []
     files = collect_files(list(paths), settings, unreadable)

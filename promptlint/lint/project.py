@@ -14,29 +14,10 @@ from pathlib import Path
 from promptlint.lint.analysis import ClassInfo, FunctionRef, ModuleAnalysis
 from promptlint.lint.catalog import Catalog
 from promptlint.lint.diagnostic import TraceStep
+from promptlint.lint.discover import import_roots  # noqa: F401 - where the roots come from, re-exported
 from promptlint.lint.source import SourceError, decode_source, display_path, parse_python
 
 _TEMPLATE_DIRS = ("", "templates", "prompts", "prompt", "config", "configs")
-
-
-def import_roots(files: list[str]) -> list[str]:
-    """The folders imports are resolved from: for each file, the nearest folder above it
-    without ``__init__.py``. Computed once from the whole file list, before any analysis, so
-    that what ``import helpers`` resolves to never depends on which files a worker met first."""
-    roots: set[str] = set()
-    seen: set[str] = set()
-    for path in files:
-        directory = os.path.dirname(os.path.abspath(path))
-        if directory in seen:
-            continue
-        seen.add(directory)
-        while os.path.isfile(os.path.join(directory, "__init__.py")):
-            parent = os.path.dirname(directory)
-            if parent == directory:
-                break
-            directory = parent
-        roots.add(directory)
-    return sorted(roots)
 
 
 class Project:
