@@ -9,8 +9,8 @@ installed into ``.bench/peers-venv`` so they never touch the project environment
 
 One run prints: files and lines of the corpus; wall seconds (best of N) and files/s for
 promptlint cold (``--no-cache``), promptlint warm (after a cache-filling run), promptlint on one
-file, cachedrift, pcdlint, ruff (when installed) and Fixit (opt-in); then the ratios the issue
-targets. It never asserts a time: it prints figures (a table, or ``--json``).
+file, cachedrift, pcdlint, ruff cold and warm (installed into the peers venv when absent) and Fixit
+(opt-in); then the ratios the issues target. It never asserts a time: it prints figures (a table, or ``--json``).
 
 Exit codes: 0 the benchmark ran (whatever the figures say, whatever tool was unavailable);
 2 the corpus could not be built (PyPI unreachable, pip failed) or bad arguments.
@@ -41,6 +41,8 @@ CORPUS_PACKAGES = ("langchain-core==1.7.2", "anthropic==2.12.0")
 #: Peer linters, pinned to the versions the issue measured: (distribution, pin, console script).
 PEERS = (("cachedrift", "0.1.0", "cachedrift"), ("pcdlint", "0.3.0", "pcdlint"))
 FIXIT = ("fixit", None, "fixit")
+#: ruff, when none is beside the interpreter or on PATH, is installed into the peers venv.
+RUFF = ("ruff", "0.17.6", "ruff")
 
 #: The file timed for "promptlint on one file": real sink shapes, a large module.
 SINGLE_FILE = "anthropic/resources/messages/messages.py"
@@ -49,6 +51,7 @@ SINGLE_FILE = "anthropic/resources/messages/messages.py"
 TARGETS = {
     "cold_over_cachedrift": 0.5,
     "warm_over_cold": 0.05,
+    "warm_over_ruff_warm": 1.0,
     "single_file_seconds": 0.5,
 }
 
@@ -268,22 +271,41 @@ def measure_peer(peers_venv: Path, peer: tuple[str, str | None, str], corpus: Pa
     return _timed(distribution, [str(executable), *args], corpus, runs, files, ok_codes, version)
 
 
-def _find_ruff() -> Path | None:
+def _find_ruff(peers_venv: Path | None = None) -> tuple[Path | None, str]:
+    """A ruff executable: beside the interpreter, on PATH, or (given a peers venv) installed
+    there; (None, why not) otherwise."""
     beside = Path(sys.executable).parent / "ruff"
     if beside.exists():
-        return beside
+        return beside, ""
     found = shutil.which("ruff")
-    return Path(found) if found else None
+    if found:
+        return Path(found), ""
+    if peers_venv is None:
+        return None, "no ruff on PATH or beside python"
+    _, problem = install_peer(peers_venv, RUFF[0], RUFF[1])
+    if problem:
+        return None, problem
+    return _venv_python(peers_venv).parent / RUFF[2], ""
 
 
-def measure_ruff(corpus: Path, files: int, runs: int) -> Measurement:
-    """ruff's default rules on the corpus, as a floor for what a native linter costs."""
-    ruff = _find_ruff()
+def measure_ruff(corpus: Path, files: int, runs: int, peers_venv: Path | None = None) -> list[Measurement]:
+    """ruff's default rules on the corpus, as a floor for what a native linter costs: cold
+    (``--no-cache``), then warm (its cache, in a temporary folder, filled by one untimed run)."""
+    ruff, problem = _find_ruff(peers_venv)
     if ruff is None:
-        return Measurement(name="ruff", status="not installed", detail="no ruff on PATH or beside python")
+        return [Measurement(name=n, status="not installed", detail=problem) for n in ("ruff", "ruff warm")]
     version = subprocess.run([str(ruff), "--version"], capture_output=True, text=True).stdout.strip()
-    return _timed("ruff", [str(ruff), "check", "--isolated", "--no-cache", "--exit-zero", "--quiet", "."],
-                  corpus, runs, files, {0}, version.split()[-1] if version else "")
+    version = version.split()[-1] if version else ""
+    base = [str(ruff), "check", "--isolated", "--exit-zero", "--quiet"]
+    cold = _timed("ruff", [*base, "--no-cache", "."], corpus, runs, files, {0}, version)
+    with tempfile.TemporaryDirectory(prefix="ruff-cache-") as cache:
+        warm_cmd = [*base, "--cache-dir", cache, "."]
+        fill = subprocess.run(warm_cmd, cwd=corpus, capture_output=True, text=True, errors="replace")
+        if fill.returncode != 0:
+            return [cold, Measurement(name="ruff warm", status="failed", command=warm_cmd,
+                                      detail=f"cache-filling run: exit {fill.returncode}: {_last_lines(fill.stderr)}")]
+        warm = _timed("ruff warm", warm_cmd, corpus, runs, files, {0}, version)
+    return [cold, warm]
 
 
 # --- report ----------------------------------------------------------------------------------
@@ -297,9 +319,11 @@ def compute_ratios(rows: list[Measurement]) -> dict[str, dict]:
     """The issue's targets, each with its value (None when an input is missing)."""
     cold, warm = _row(rows, "promptlint cold"), _row(rows, "promptlint warm")
     cachedrift, one = _row(rows, "cachedrift"), _row(rows, "promptlint one file")
+    ruff_warm = _row(rows, "ruff warm")
     values = {
         "cold_over_cachedrift": cold.seconds / cachedrift.seconds if cold and cachedrift else None,
         "warm_over_cold": warm.seconds / cold.seconds if warm and cold else None,
+        "warm_over_ruff_warm": warm.seconds / ruff_warm.seconds if warm and ruff_warm else None,
         "single_file_seconds": one.seconds if one else None,
     }
     return {
@@ -343,9 +367,10 @@ def report_text(corpus: Path, packages: list[str], files: int, lines: int, runs:
         found = f"{r.findings:,}" if r.findings is not None else ""
         status = r.status + (f": {r.detail}" if r.detail else "")
         out.append(f"{r.name:<24}{r.version:<10}{seconds:>10}{rate:>10}{found:>10}  {status}")
-    out += ["", "ratios (targets of issue 3):"]
+    out += ["", "ratios (targets of issues 3 and 14):"]
     labels = {"cold_over_cachedrift": "promptlint cold / cachedrift",
               "warm_over_cold": "promptlint warm / cold",
+              "warm_over_ruff_warm": "promptlint warm / ruff warm",
               "single_file_seconds": "promptlint one file (s)"}
     for key, ratio in compute_ratios(rows).items():
         if ratio["value"] is None:
@@ -408,15 +433,15 @@ def run(args: argparse.Namespace, corpus: Path, packages: list[str]) -> dict:
     if not single.is_file():
         single = min(corpus.rglob("*.py"))
     rows = measure_promptlint(corpus, files, args.runs, single)
-    if not args.no_peers:
-        peers_venv = args.cache_dir.resolve() / "peers-venv"
+    peers_venv = None if args.no_peers else args.cache_dir.resolve() / "peers-venv"
+    if peers_venv is not None:
         # cachedrift exits 1/2 for findings (3 for a bad path); pcdlint exits 1 for findings and
         # 2 when some file could not be analysed, which still times a complete run.
         rows.append(measure_peer(peers_venv, PEERS[0], corpus, files, args.runs, {0, 1, 2}, ["."]))
         rows.append(measure_peer(peers_venv, PEERS[1], corpus, files, args.runs, {0, 1, 2}, ["."]))
         if args.with_fixit:
             rows.append(measure_peer(peers_venv, FIXIT, corpus, files, args.runs, {0, 1}, ["lint", "."]))
-    rows.append(measure_ruff(corpus, files, args.runs))
+    rows += measure_ruff(corpus, files, args.runs, peers_venv)
     report = report_json(corpus, packages, files, lines, args.runs, rows)
     print(json.dumps(report, indent=2) if args.json
           else report_text(corpus, packages, files, lines, args.runs, rows))

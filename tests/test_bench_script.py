@@ -43,7 +43,8 @@ def test_selftest_reports_the_three_file_corpus_and_every_promptlint_row(selftes
     names = [tool["name"] for tool in report["tools"]]
     assert names[:4] == ["promptlint cold", "promptlint cache fill", "promptlint warm",
                          "promptlint one file"]
-    assert set(report["ratios"]) == {"cold_over_cachedrift", "warm_over_cold", "single_file_seconds"}
+    assert set(report["ratios"]) == {"cold_over_cachedrift", "warm_over_cold", "warm_over_ruff_warm",
+                                     "single_file_seconds"}
 
 
 def test_selftest_installs_no_peer(selftest):

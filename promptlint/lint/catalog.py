@@ -19,6 +19,7 @@ from pathlib import Path
 
 from promptlint import __version__
 from promptlint.lint.diagnostic import RuleDoc, Settings
+from promptlint.lint.literal_search import TextTest
 
 _HERE = Path(__file__).resolve().parent.parent  # the promptlint package
 
@@ -257,12 +258,18 @@ class PatternTable:
             else:
                 self._exact.setdefault(pattern, []).append(payload)
 
+        self._seen: dict[str, tuple] = {}
+
     def match(self, name: str) -> list:
-        hits = list(self._exact.get(name, ()))
-        for regex, payload in self._globs:
-            if regex.match(name):
-                hits.append(payload)
-        return hits
+        # The analysis asks about the same few thousand names hundreds of thousands of times.
+        hits = self._seen.get(name)
+        if hits is None:
+            found = list(self._exact.get(name, ()))
+            found += [payload for regex, payload in self._globs if regex.match(name)]
+            if len(self._seen) >= 200_000:  # string constants are names too: bound the memory
+                self._seen.clear()
+            hits = self._seen[name] = tuple(found)
+        return list(hits)
 
 
 # Shapes that are stable layers whatever library sends them: a system/developer-role message
@@ -273,10 +280,10 @@ _SHAPE_TOKENS = (
     r"""|\brole\s*=\s*(?:["'](?:system|developer)["']|[\w.]*\.(?:SYSTEM|DEVELOPER|system|developer)\b)"""
     r"""|\bSystem(?:Message|Content|Prompt|PromptPart|MessagePromptTemplate)\s*\("""
     r"""|\(\s*["']system["']\s*,"""
-    r"""|["'](?:system|instructions|system_instruction|systemInstruction|preamble)["']\s*:"""
-    r"""|\b(?:system|system_prompt|system_instruction|preamble)=(?!=)"""
+    r"""|["']system(?:_instruction|Instruction)?["']\s*:|["']instructions["']\s*:|["']preamble["']\s*:"""
+    r"""|\bsystem(?:_prompt|_instruction)?=(?!=)|\bpreamble=(?!=)"""
     r"""|\{[{%][^}\n]{0,80}\bnow\s*\("""
-    r"""|["'](?:input_schema|inputSchema)["']\s*:|["']parameters["']\s*:\s*\{\s*["']type["']"""
+    r"""|["']input_schema["']\s*:|["']inputSchema["']\s*:|["']parameters["']\s*:\s*\{\s*["']type["']"""
 )
 
 
@@ -313,7 +320,7 @@ class Catalog:
         self._stable_layers = [(re.compile(n.pattern), n.layer) for n in self.stable_names]
         # Admission without an SDK import: a stable-layer shape or name anywhere in the text.
         names = "|".join(f"(?:{n.pattern.strip('^$')})" for n in self.stable_names)
-        self.shape_prefilter = re.compile(_SHAPE_TOKENS + (rf"|\b(?:def|class)\s+(?:{names})\b|\.(?:{names})\s*(?:\+?=|\.append)" if names else ""))
+        self.shape_prefilter = TextTest(_SHAPE_TOKENS + (rf"|\bdef\s+(?:{names})\b|\bclass\s+(?:{names})\b|\.(?:{names})\s*(?:\+?=|\.append)" if names else ""))
         return self
 
     @staticmethod

@@ -107,3 +107,23 @@ def _is_file(entry: os.DirEntry) -> bool:
         return entry.is_file()
     except OSError:
         return True
+
+
+def import_roots(files: list[str]) -> list[str]:
+    """The folders imports are resolved from: for each file, the nearest folder above it
+    without ``__init__.py``. Computed once from the whole file list, before any analysis, so
+    that what ``import helpers`` resolves to never depends on which files a worker met first."""
+    roots: set[str] = set()
+    seen: set[str] = set()
+    for path in files:
+        directory = os.path.dirname(os.path.abspath(path))
+        if directory in seen:
+            continue
+        seen.add(directory)
+        while os.path.isfile(os.path.join(directory, "__init__.py")):
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                break
+            directory = parent
+        roots.add(directory)
+    return sorted(roots)

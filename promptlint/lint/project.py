@@ -14,29 +14,10 @@ from pathlib import Path
 from promptlint.lint.analysis import ClassInfo, FunctionRef, ModuleAnalysis
 from promptlint.lint.catalog import Catalog
 from promptlint.lint.diagnostic import TraceStep
+from promptlint.lint.discover import import_roots  # noqa: F401 - where the roots come from, re-exported
 from promptlint.lint.source import SourceError, decode_source, display_path, parse_python
 
 _TEMPLATE_DIRS = ("", "templates", "prompts", "prompt", "config", "configs")
-
-
-def import_roots(files: list[str]) -> list[str]:
-    """The folders imports are resolved from: for each file, the nearest folder above it
-    without ``__init__.py``. Computed once from the whole file list, before any analysis, so
-    that what ``import helpers`` resolves to never depends on which files a worker met first."""
-    roots: set[str] = set()
-    seen: set[str] = set()
-    for path in files:
-        directory = os.path.dirname(os.path.abspath(path))
-        if directory in seen:
-            continue
-        seen.add(directory)
-        while os.path.isfile(os.path.join(directory, "__init__.py")):
-            parent = os.path.dirname(directory)
-            if parent == directory:
-                break
-            directory = parent
-        roots.add(directory)
-    return sorted(roots)
 
 
 class Project:
@@ -52,7 +33,8 @@ class Project:
         self._by_name: dict[str, str | None] = {}
         self._package_dirs: dict[str, bool] = {}
         self._templates: dict[str, tuple[str, str] | None] = {}
-        self._roots: set[str] = set(self.extra_roots)
+        self._roots: list[str] = sorted(set(self.extra_roots))
+        self._entries: dict[str, frozenset[str]] = {}
         self._bodies_running: set[str] = set()
         # Helper modules that an analysed file called into but that do not parse: the
         # engine reports them (PC001/PC002), so a broken helper never hides a flow silently.
@@ -78,12 +60,34 @@ class Project:
                 break
         return ".".join(parts)
 
+    def _names_in(self, directory: str) -> frozenset[str]:
+        """The entries of a folder, listed once per run. A tree has hundreds of import roots;
+        asking each for every module name cost millions of ``stat`` calls, while a name's
+        first component rules most roots out without touching the disk."""
+        found = self._entries.get(directory)
+        if found is None:
+            try:
+                found = frozenset(os.listdir(directory))
+            except OSError:
+                found = frozenset()
+            self._entries[directory] = found
+        return found
+
+    def _may_hold(self, directory: str, rel: str) -> bool:
+        """False when ``directory/rel`` cannot exist: its first component is not in the folder."""
+        head = rel.split(os.sep, 1)[0]
+        return head in ("", ".", "..") or head in self._names_in(directory)
+
     def _find_module_file(self, name: str) -> str | None:
         if name in self._by_name:
             return self._by_name[name]
         rel = name.replace(".", os.sep)
+        head = rel.split(os.sep, 1)[0]
         found = None
-        for root in sorted(self._roots):
+        for root in self._roots:
+            listed = self._names_in(root)
+            if head not in listed and head + ".py" not in listed:
+                continue
             for candidate in (os.path.join(root, rel + ".py"), os.path.join(root, rel, "__init__.py")):
                 if os.path.isfile(candidate):
                     found = candidate
@@ -94,8 +98,14 @@ class Project:
         return found
 
     # -------------------------------------------------------------- analyses
+    def is_built(self, path: str) -> bool:
+        """Whether this worker holds the analysis of a file already (it was a helper module)."""
+        return self._modules.get(os.path.abspath(path)) is not None
+
     def analysis(self, path: str, text: str | None = None, tree: ast.Module | None = None) -> ModuleAnalysis | None:
         """The (memoised) analysis of a file; ``None`` when it cannot be read or parsed."""
+        if path in self._modules:  # resolved module paths are absolute already: skip abspath
+            return self._modules[path]
         key = os.path.abspath(path)
         if key in self._modules:
             return self._modules[key]
@@ -189,10 +199,13 @@ class Project:
             found = self._templates[key]
         else:
             found = None
-            starts = [base, os.path.dirname(base), *sorted(self._roots), os.getcwd()]
+            starts = [base, os.path.dirname(base), *self._roots, os.getcwd()]
+            rels = [os.path.normpath(os.path.join(sub, name)) for sub in _TEMPLATE_DIRS]
             for start in starts:
-                for sub in _TEMPLATE_DIRS:
-                    candidate = os.path.normpath(os.path.join(start, sub, name))
+                for rel in rels:
+                    if not self._may_hold(start, rel):
+                        continue
+                    candidate = os.path.normpath(os.path.join(start, rel))
                     if os.path.isfile(candidate):
                         try:
                             raw = Path(candidate).read_bytes()

@@ -61,3 +61,15 @@ def test_an_internal_error_on_one_file_is_reported_for_that_file_only(tmp_path, 
     assert found == {("good_leak.py", "PC101"), ("explodes.py", "PC004")}
     message = next(d.message for d in report.diagnostics if d.code == "PC004")
     assert "RuntimeError: boom" in message
+
+
+def test_a_broken_rule_file_on_a_tree_big_enough_for_workers_is_one_line_exit_2(tmp_path):
+    """Workers load the rule files too: their failure is reported once, the run never hangs."""
+    for i in range(60):
+        (tmp_path / f"m{i:02d}.py").write_text(f"x = {i}\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.promptlint]\nrule-files = ["bad.yaml"]\n')
+    (tmp_path / "bad.yaml").write_text("sinks:\n  - id: x\n    bogus: 1\n")
+    proc = subprocess.run([sys.executable, "-m", "promptlint", "lint", "--no-cache", "-j", "2", "."], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"promptlint: error: {tmp_path / 'bad.yaml'}: sinks[0]: unknown key(s) bogus"]

@@ -95,3 +95,16 @@ def test_jobs_are_clamped_to_the_cores_and_to_the_work():
     assert worker_count(1000, PARALLEL_THRESHOLD - 1) == 1  # too little work for a pool
     assert worker_count(1000, PARALLEL_THRESHOLD) <= 2  # at least PARALLEL_THRESHOLD // 2 files a worker
     assert worker_count(1, 10_000) == 1
+
+
+def test_files_are_dealt_to_workers_by_the_file_list_alone():
+    from promptlint.lint.engine import CHUNKS_PER_JOB, deal
+
+    files = [f"f{i:04d}.py" for i in range(1000)]
+    shares = deal(files, 3)
+    assert shares == deal(list(files), 3)  # nothing but the list and the worker count decides
+    dealt = [f for share in shares for batch in share for f in batch]
+    assert sorted(dealt) == files and len(dealt) == len(files)  # each file exactly once
+    assert all(batch == sorted(batch) for share in shares for batch in share)  # neighbours together
+    sizes = [sum(len(b) for b in share) for share in shares]
+    assert max(sizes) - min(sizes) <= len(files) // (3 * CHUNKS_PER_JOB)  # balanced within one batch
