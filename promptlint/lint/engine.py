@@ -358,7 +358,8 @@ def one_per_flow(diagnostics) -> list[Diagnostic]:
         kept: list[Diagnostic] = []
         for d in sorted(group, key=lambda x: (-len(x.trace), x.sort_key())):
             sink = (d.trace[-1].path, d.trace[-1].line)
-            if not any(sink in {(s.path, s.line) for s in k.trace[:-1]} for k in kept):
+            # Steps between source and sink only: a sink on the source's own line is its own flow.
+            if not any(sink in {(s.path, s.line) for s in k.trace[1:-1]} for k in kept):
                 kept.append(d)
         out += kept
     return out

@@ -278,12 +278,13 @@ class Calls:
         init = info.methods.get("__init__")
         if init is not None:
             self._apply_summary(node, init, Val(origin=f"@{info.qualname}()"), args, kwargs, bound=True)
-        else:  # dataclass / pydantic: fields by name
+        else:  # dataclass / pydantic: fields by name, held by this instance only
+            # Never merged into the class: `Message(content=now())` in one module would make
+            # every `Message` of the project carry the clock (object-insensitive fields).
             fields = [s.target.id for s in info.node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
-            for name, val in [*zip(fields, args), *kwargs.items()]:
-                if val.taints:
-                    old = info.attrs.get(name)
-                    info.attrs[name] = join(old, val) if old is not None else val
+            given = dict([*zip(fields, args), *kwargs.items()])
+            if given:
+                return Val(origin=f"@{info.qualname}()", keys=given, node=node)
         return Val(origin=f"@{info.qualname}()", node=node)
 
     def _apply_summary(self, node: ast.Call, ref: FunctionRef, func: Val, args: list[Val], kwargs: dict[str, Val],
