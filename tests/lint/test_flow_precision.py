@@ -95,3 +95,62 @@ def build():
     ctx = Context(created=str(datetime.now()), name="bot")
     return [{"role": "system", "content": f"You are {ctx.name}."}]
 ''') == []
+
+
+# ------------------------------------------------------------------ one finding per leak
+TWO_CLOCKS = '''from datetime import datetime
+
+
+def build(tz=None):
+    now = datetime.now(tz) if tz else datetime.now()
+    return [{"role": "system", "content": f"Now: {now}"}]
+'''
+
+
+def test_two_sources_of_one_value_are_one_finding_naming_both():
+    [found] = lint_source(TWO_CLOCKS)
+    assert (found.line, found.code) == (6, "PC101")
+    assert [s.line for s in found.related] == [5]
+    assert "also from" in found.message and "datetime.now(tz)" in found.message
+
+
+def test_json_and_sarif_carry_step_kinds_and_the_related_sources(tmp_path):
+    (tmp_path / "agent.py").write_text(TWO_CLOCKS)
+
+    def run(fmt):
+        done = subprocess.run([sys.executable, "-m", "promptlint", "lint", "--no-cache", "--format", fmt, "."],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1, done.stderr
+        return json.loads(done.stdout)
+
+    [item] = run("json")
+    assert [s["kind"] for s in item["trace"]] == ["source", "step", "sink"]
+    assert item["trace"][0]["note"].startswith("wall-clock time")
+    assert [(r["line"], r["note"]) for r in item["related"]] == [(5, "wall-clock time: `datetime.now(tz)`")]
+    [result] = run("sarif")["runs"][0]["results"]
+    flow = result["codeFlows"][0]["threadFlows"][0]["locations"]
+    assert [step["kinds"] for step in flow] == [["source"], ["step"], ["sink"]]
+    [related] = result["relatedLocations"]
+    assert related["physicalLocation"]["region"]["startLine"] == 5
+
+
+def test_every_trace_starts_at_a_source_on_the_field_shapes(tmp_path):
+    # A flow through a helper module, a builder and the request: the first step names the
+    # source, never an assignment or a call.
+    _, found = lint_tree(tmp_path, {
+        "clock.py": "from datetime import datetime\n\n\ndef stamp():\n    return datetime.now().isoformat()\n",
+        "agent.py": '''from clock import stamp
+
+
+def system_prompt():
+    return "You are helpful. " + stamp()
+
+
+def messages(question):
+    return [{"role": "system", "content": system_prompt()}, {"role": "user", "content": question}]
+''',
+    })
+    assert found
+    for d in found:
+        assert d.trace[0].note.startswith("wall-clock time"), d.trace
+        assert not d.trace[0].note.startswith(("assigned", "via", "returned", "passed"))
