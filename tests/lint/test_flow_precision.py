@@ -154,3 +154,45 @@ def messages(question):
     for d in found:
         assert d.trace[0].note.startswith("wall-clock time"), d.trace
         assert not d.trace[0].note.startswith(("assigned", "via", "returned", "passed"))
+
+
+# --------------------------------------------------------------- sets used only as filters
+def test_a_set_given_as_a_filter_keyword_is_not_an_ordering_leak():
+    assert lint_source('''def build(user, hidden):
+    skip = set(hidden)
+    profile = user.model_dump(exclude=skip)
+    return [{"role": "system", "content": f"Profile: {profile}"}]
+''') == []
+
+
+def test_a_set_given_as_a_plain_argument_still_flows():
+    assert [d.code for d in lint_source('''def build(render, hidden):
+    names = set(hidden)
+    text = render(names)
+    return [{"role": "system", "content": f"Tools: {text}"}]
+''')] == ["PC501"]
+
+
+def test_a_method_of_a_module_level_instance_is_resolved_so_a_filter_set_stays_a_filter(tmp_path):
+    # `registry = Registry()` in another module: `registry.tools(hidden=...)` is that class's
+    # method, which only tests membership; it is not an unknown call passing its arguments through.
+    found, _ = lint_tree(tmp_path, {
+        "registry.py": '''class Registry:
+    def __init__(self):
+        self.factories = {"search": "Search the web.", "shell": "Run a command."}
+
+    def tools(self, hidden=None):
+        return [text for name, text in self.factories.items() if not hidden or name not in hidden]
+
+
+registry = Registry()
+''',
+        "agent.py": '''from registry import registry
+
+
+def system_prompt(rows):
+    disabled = {row[0] for row in rows}
+    return "Tools:\\n" + "\\n".join(registry.tools(hidden=disabled))
+''',
+    })
+    assert found == []

@@ -30,6 +30,19 @@ _SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "System
                    "SystemMessagePromptTemplate"}
 
 
+#: Keywords that select what a call keeps (``model_dump(include=s)``, ``exclude=``,
+#: ``excluded_tool_names=``): a set given there is a filter, its order never reaches the result.
+_SELECTOR_KEYWORD = re.compile(r"^(include|exclude|excluded|included|only|skip|skipped|ignore|ignored|allow|allowed|"
+                               r"deny|denied|disabled|enabled|selected|filter|blocked)(_|$)")
+
+
+def _passed(keyword: str, val: Val) -> tuple[Taint, ...]:
+    """The taints an argument passes into the result of a call the analysis cannot see into."""
+    if _SELECTOR_KEYWORD.match(keyword):
+        return tuple(t for t in val.taints if t.label != "unordered")
+    return val.taints
+
+
 class Calls:
     """Call evaluation of ``FunctionAnalysis``."""
 
@@ -84,7 +97,7 @@ class Calls:
             if spec is not None and not (origin and self._is_module_path(origin)):
                 return self._source_result(node, spec, node.func.attr, args, kwargs, receiver=func)
         # 2. sanitizers and serializers
-        arg_taints = merge(*(a.taints for a in args), *(v.taints for v in kwargs.values()), *(s.taints for s in splat))
+        arg_taints = merge(*(a.taints for a in args), *(_passed(k, v) for k, v in kwargs.items()), *(s.taints for s in splat))
         if origin:
             sanitizers = self.m.catalog.sanitizer_calls.match(origin)
             if sanitizers:
