@@ -196,3 +196,35 @@ def system_prompt(rows):
 ''',
     })
     assert found == []
+
+
+# ------------------------------------------------------------- prompts built only to be counted
+COUNTED = '''from datetime import datetime
+
+
+class Report:
+    def __init__(self, model):
+        self.model = model
+
+    def header(self):
+        return "You are helpful. Today is " + datetime.now().isoformat()
+
+    def tokens(self):
+        msgs = [dict(role="system", content=self.header())]
+        msgs.append({"role": "system", "content": self.header()})
+        return self.model.token_count(msgs)
+'''
+
+
+def test_a_prompt_built_only_to_count_its_tokens_is_not_a_request():
+    assert lint_source(COUNTED) == []
+
+
+def test_the_same_prompt_sent_as_well_as_counted_is_reported():
+    sent = COUNTED + '''
+    def ask(self):
+        msgs = [dict(role="system", content=self.header())]
+        print(self.model.token_count(msgs))
+        return self.model.chat(msgs)
+'''
+    assert [(d.line, d.code) for d in lint_source(sent)] == [(17, "PC101")]

@@ -172,8 +172,8 @@ class Sinks:
 
     def _report(self, taint: Taint, node: ast.AST, layer: str, kind: str) -> None:
         """One taint reaches a sink: a diagnostic, or (a parameter) a sink of this function's summary."""
-        if kind == "cache-key" and taint.label != "volatile":
-            return
+        if (kind == "cache-key" and taint.label != "volatile") or self.counting:
+            return  # (a prompt built only to count its tokens is never sent)
         sink_step = None
         if self.sink_via is not None:  # the sink is inside a called function
             middle, sink_step, dumped, label = self.sink_via
