@@ -228,3 +228,24 @@ def test_the_same_prompt_sent_as_well_as_counted_is_reported():
         return self.model.chat(msgs)
 '''
     assert [(d.line, d.code) for d in lint_source(sent)] == [(17, "PC101")]
+
+
+# --------------------------------------------------------------- template variables never used
+UNUSED_VARIABLE = '''from datetime import datetime
+
+SYSTEM = "You are {name}, a helpful assistant.{extra}"
+
+
+def build(question):
+    text = SYSTEM.format(name="Ava", extra="", today=datetime.now().date())
+    return [{"role": "system", "content": text}, {"role": "user", "content": question}]
+'''
+
+
+def test_a_volatile_template_variable_the_template_never_names_goes_nowhere():
+    assert lint_source(UNUSED_VARIABLE) == []
+
+
+def test_the_same_variable_named_in_the_template_is_reported_at_its_placeholder():
+    found = lint_source(UNUSED_VARIABLE.replace("{extra}", " Today is {today}."))
+    assert [(d.line, d.code) for d in found] == [(3, "PC101")]

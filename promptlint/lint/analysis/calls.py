@@ -250,7 +250,10 @@ class Calls:
         named = list(kwargs.items())
         for a in args:
             named += list(a.keys.items()) if a.keys is not None else [(None, a)]
+        known = "\n".join(text_lines) if text_lines is not None else self.m.template_texts.get((where.line, where.column))
         for name, val in named:
+            if name is not None and known is not None and not re.search(r"\b%s\b" % re.escape(name), known):
+                continue  # the template never names this variable: the value goes nowhere
             for t in val.taints:
                 report = t.report_at
                 if name is not None and t.param < 0:
