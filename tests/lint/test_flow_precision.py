@@ -249,3 +249,32 @@ def test_a_volatile_template_variable_the_template_never_names_goes_nowhere():
 def test_the_same_variable_named_in_the_template_is_reported_at_its_placeholder():
     found = lint_source(UNUSED_VARIABLE.replace("{extra}", " Today is {today}."))
     assert [(d.line, d.code) for d in found] == [(3, "PC101")]
+
+
+# ------------------------------------------------- one field does not make a whole object volatile
+def test_a_record_looked_up_by_a_fresh_id_is_not_made_of_the_id():
+    source = '''import time
+import uuid
+
+
+def system_message(db, session_id=None):
+    session_id = session_id or str(uuid.uuid4())
+    session = db.get_session(session_id=session_id)
+    record = Record(created_at=time.time(), title="notes")
+    return {"role": "system", "content": f"Summary: {session.summary}\\n{record.title}"}
+
+
+def leaky(session_id=None):
+    session_id = session_id or str(uuid.uuid4())
+    return {"role": "system", "content": f"Session {session_id}"}
+'''
+    assert [(d.line, d.code) for d in lint_source(source)] == [(14, "PC201")]
+
+
+def test_a_key_given_to_a_template_is_still_rendered():
+    assert [d.code for d in lint_source('''import uuid
+
+
+def system_message(template, style):
+    return {"role": "system", "content": template.format(style=style, session_id=uuid.uuid4())}
+''')] == ["PC201"]

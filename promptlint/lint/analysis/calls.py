@@ -36,8 +36,20 @@ _SELECTOR_KEYWORD = re.compile(r"^(include|exclude|excluded|included|only|skip|s
                                r"deny|denied|disabled|enabled|selected|filter|blocked)(_|$)")
 
 
-def _passed(keyword: str, val: Val) -> tuple[Taint, ...]:
+#: Keywords that name what to look up (``db.get_session(session_id=sid)``): the record found is
+#: not made of its key, so a fresh id passed there does not make the record volatile.
+_KEY_KEYWORD = re.compile(r"^(id|ids|key|pk|\w+_(id|ids|key|pk))$")
+#: Metadata fields of an object built by a constructor the analysis cannot see into
+#: (``Session(created_at=now())``): one such field does not make the whole object volatile.
+_METADATA_KEYWORD = re.compile(r"^(created|updated|timestamp|\w+_at|\w+_time|\w+_ts)$")
+
+
+def _passed(keyword: str, val: Val, callee: str) -> tuple[Taint, ...]:
     """The taints an argument passes into the result of a call the analysis cannot see into."""
+    if callee in _TEMPLATE_METHODS:
+        return val.taints  # `.format(session_id=...)`: every variable may be rendered
+    if _KEY_KEYWORD.match(keyword) or (callee[:1].isupper() and _METADATA_KEYWORD.match(keyword)):
+        return ()
     if _SELECTOR_KEYWORD.match(keyword):
         return tuple(t for t in val.taints if t.label != "unordered")
     return val.taints
@@ -97,7 +109,7 @@ class Calls:
             if spec is not None and not (origin and self._is_module_path(origin)):
                 return self._source_result(node, spec, node.func.attr, args, kwargs, receiver=func)
         # 2. sanitizers and serializers
-        arg_taints = merge(*(a.taints for a in args), *(_passed(k, v) for k, v in kwargs.items()), *(s.taints for s in splat))
+        arg_taints = merge(*(a.taints for a in args), *(_passed(k, v, callee) for k, v in kwargs.items()), *(s.taints for s in splat))
         if origin:
             sanitizers = self.m.catalog.sanitizer_calls.match(origin)
             if sanitizers:
