@@ -278,3 +278,37 @@ def test_a_key_given_to_a_template_is_still_rendered():
 def system_message(template, style):
     return {"role": "system", "content": template.format(style=style, session_id=uuid.uuid4())}
 ''')] == ["PC201"]
+
+
+# ------------------------------------------------ only the system message of a list is the system layer
+ADAPTER = '''import anthropic
+
+client = anthropic.Anthropic()
+
+
+def send(messages):
+    system = None
+    if messages and messages[0]["role"] == "system":
+        system = messages[0]["content"]
+        messages = messages[1:]
+    return client.messages.create(model="m", max_tokens=100, system=system, messages=messages)
+'''
+
+
+def test_the_newest_user_message_of_a_list_is_not_the_system_message_an_adapter_extracts():
+    assert lint_source(ADAPTER + '''
+
+def answer(question):
+    return send([{"role": "system", "content": "You are terse."}, {"role": "user", "content": question}])
+''') == []
+
+
+def test_a_volatile_system_message_of_that_list_is_reported_where_it_is_built():
+    found = lint_source(ADAPTER + '''
+
+def answer(question):
+    import datetime
+    today = datetime.date.today()
+    return send([{"role": "system", "content": f"Today is {today}."}, {"role": "user", "content": question}])
+''')
+    assert [(d.line, d.code) for d in found] == [(17, "PC101")]

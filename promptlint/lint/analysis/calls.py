@@ -352,6 +352,8 @@ class Calls:
                         at = at._replace(code="PC502", fix=t.fix)
                     elif t.dumped:
                         at = at._replace(dumped=True, fix=t.fix)
+                    if t.role_only and at.param >= 0:  # still only the system message of the caller's parameter
+                        at = at._replace(role_only=True)
                     out.append(at._replace(steps=clip(at.steps + (call_step,) + t.steps)))
             return merge(out)
 

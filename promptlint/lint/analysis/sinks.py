@@ -186,7 +186,7 @@ class Sinks:
             # A sink inside a role dispatch (`if role == "system": SystemMessage(content)`) is
             # reached only for that role; generic converters would otherwise make every
             # caller's user message a "system prompt". Concrete taints there are still reported.
-            if self.ref is not None and not self.role_branch:
+            if self.ref is not None and not self.role_branch and not taint.role_only:
                 steps = taint.steps + (sink_step or self.m.step(node, f"reaches {layer}"),)
                 self.param_sinks.append(ParamSink(taint.param, taint.label, taint.dumped, steps, layer, kind))
             return

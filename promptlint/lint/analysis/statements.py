@@ -262,6 +262,10 @@ class Statements:
         chosen = [t for group in self.control for t in group]
         if chosen:
             val = val.with_taints(merge(val.taints, chosen))
+        if self.role_branch and any(t.param >= 0 for t in val.taints):
+            # `if msgs[0]["role"] == "system": instructions = msgs[0]["content"]`: what a parameter
+            # gives here is its system message only, as for a sink inside the dispatch.
+            val = val.with_taints(tuple(t._replace(role_only=True) if t.param >= 0 else t for t in val.taints))
         if isinstance(target, ast.Name):
             step = self.m.step(target, f"assigned to `{target.id}`")
             val = val.with_taints(tuple(t.then(step) for t in val.taints))
