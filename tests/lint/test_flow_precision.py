@@ -312,3 +312,14 @@ def answer(question):
     return send([{"role": "system", "content": f"Today is {today}."}, {"role": "user", "content": question}])
 ''')
     assert [(d.line, d.code) for d in found] == [(17, "PC101")]
+
+
+def test_a_time_given_to_a_constructor_as_content_still_flows():
+    assert [d.code for d in lint_source('''from datetime import datetime
+
+
+def system_prompt(compiler_cls):
+    now = datetime.now().strftime("%H:%M")
+    compiler = Compiler(current_time=now)
+    return "Subagents:\\n" + compiler.summary()
+''')] == ["PC101"]

@@ -41,7 +41,9 @@ _SELECTOR_KEYWORD = re.compile(r"^(include|exclude|excluded|included|only|skip|s
 _KEY_KEYWORD = re.compile(r"^(id|ids|key|pk|\w+_(id|ids|key|pk))$")
 #: Metadata fields of an object built by a constructor the analysis cannot see into
 #: (``Session(created_at=now())``): one such field does not make the whole object volatile.
-_METADATA_KEYWORD = re.compile(r"^(created|updated|timestamp|\w+_at|\w+_time|\w+_ts)$")
+#: (Named narrowly: ``current_time=`` is content a builder renders, not metadata.)
+_METADATA_KEYWORD = re.compile(r"^(created|updated|modified|timestamp|(created|updated|modified|deleted|expires)_(at|ts)|"
+                               r"last_(updated|modified))$")
 
 
 def _passed(keyword: str, val: Val, callee: str) -> tuple[Taint, ...]:
