@@ -379,7 +379,10 @@ def _one_finding(group: list[Diagnostic]) -> Diagnostic:
 
     if len(group) == 1:
         return group[0]
-    ordered = sorted(group, key=lambda d: (len(d.trace), d.sort_key()))
+    # Shortest trace first; on a tie, a source that is a value read or computed (a retrieval, a
+    # clock) before a parameter that merely carries the turn's input.
+    ordered = sorted(group, key=lambda d: (len(d.trace), ": parameter `" in (d.trace[0].note if d.trace else ""),
+                                           d.sort_key()))
     first = ordered[0]
     related: list[TraceStep] = []
     for d in ordered[1:]:
