@@ -61,6 +61,8 @@ class Diagnostic:
     severity: Severity = "error"
     trace: tuple[TraceStep, ...] = ()
     fix: Fix | None = None
+    #: The sources of other flows that reach the same line with the same code (one finding per leak).
+    related: tuple[TraceStep, ...] = ()
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.column, self.code, self.message)

@@ -17,7 +17,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from promptlint.lint.diagnostic import Diagnostic, FileResult, Settings
+from promptlint.lint.diagnostic import Diagnostic, FileResult, Settings, TraceStep
 from promptlint.lint.source import SourceError, decode_source, display_path, parse_python
 
 _IMPORT_NAMES = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))", re.MULTILINE)
@@ -452,13 +452,18 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
 
 
 def one_per_flow(diagnostics) -> list[Diagnostic]:
-    """A flow is reported once: a finding whose sink is only a step of a longer flow from the
-    same source (a builder recognised by name or shape, then the request) is folded into it."""
+    """A leak is reported once.
+
+    First a finding whose sink is only a step of a longer flow from the same source (a builder
+    recognised by name or shape, then the request) is folded into it; then the findings left at
+    one sink line with one code (``datetime.now()`` and ``datetime.now(tz)`` of one if/else, or
+    the same clock reached through two paths) become one: the shortest trace is the finding and
+    the other sources are named in its message and listed in ``related``."""
     groups: dict[tuple, list[Diagnostic]] = {}
-    out: list[Diagnostic] = []
+    folded: list[Diagnostic] = []
     for d in diagnostics:
         if len(d.trace) < 2:
-            out.append(d)
+            folded.append(d)
         else:
             head = d.trace[0]
             groups.setdefault((d.code, head.path, head.line, head.column), []).append(d)
@@ -466,10 +471,41 @@ def one_per_flow(diagnostics) -> list[Diagnostic]:
         kept: list[Diagnostic] = []
         for d in sorted(group, key=lambda x: (-len(x.trace), x.sort_key())):
             sink = (d.trace[-1].path, d.trace[-1].line)
-            if not any(sink in {(s.path, s.line) for s in k.trace[:-1]} for k in kept):
+            # Steps between source and sink only: a sink on the source's own line is its own flow.
+            if not any(sink in {(s.path, s.line) for s in k.trace[1:-1]} for k in kept):
                 kept.append(d)
-        out += kept
-    return out
+        folded += kept
+    at_sink: dict[tuple, list[Diagnostic]] = {}
+    for d in folded:
+        at_sink.setdefault((d.path, d.line, d.code), []).append(d)
+    return [_one_finding(group) for group in at_sink.values()]
+
+
+def _one_finding(group: list[Diagnostic]) -> Diagnostic:
+    """The finding of one sink line and code: the shortest trace, the other sources related."""
+    from dataclasses import replace
+
+    if len(group) == 1:
+        return group[0]
+    # Shortest trace first; on a tie, a source that is a value read or computed (a retrieval, a
+    # clock) before a parameter that merely carries the turn's input.
+    ordered = sorted(group, key=lambda d: (len(d.trace), ": parameter `" in (d.trace[0].note if d.trace else ""),
+                                           d.sort_key()))
+    first = ordered[0]
+    related: list[TraceStep] = []
+    for d in ordered[1:]:
+        source = d.trace[0] if d.trace else None
+        if source is not None and source not in related and (not first.trace or source != first.trace[0]):
+            related.append(source)
+    if not related:
+        return first
+    named = ", ".join(f"{s.note.split(': ', 1)[-1]} ({_where(s, first.path)})" for s in related[:2])
+    more = f" and {len(related) - 2} more" if len(related) > 2 else ""
+    return replace(first, message=f"{first.message}; also from {named}{more}", related=tuple(related))
+
+
+def _where(step: TraceStep, path: str) -> str:
+    return f"line {step.line}" if step.path == path else f"{step.path}:{step.line}"
 
 
 def lint_source(text: str, path: str = "example.py", settings: Settings | None = None) -> list[Diagnostic]:

@@ -43,7 +43,8 @@ def readable_diagnostic(d: Diagnostic) -> Diagnostic:
 
     fix = None if d.fix is None else replace(d.fix, path=readable(d.fix.path), description=readable(d.fix.description))
     return replace(d, path=readable(d.path), message=readable(d.message), fix=fix,
-                   trace=tuple(replace(s, path=readable(s.path), note=readable(s.note)) for s in d.trace))
+                   trace=tuple(replace(s, path=readable(s.path), note=readable(s.note)) for s in d.trace),
+                   related=tuple(replace(s, path=readable(s.path), note=readable(s.note)) for s in d.related))
 
 
 def is_fixable(d: Diagnostic) -> bool:
@@ -75,6 +76,14 @@ def step_role(index: int, count: int) -> str:
     if index == 0:
         return "source"
     return "sink" if index == count - 1 else "via"
+
+
+def step_kind(index: int, count: int) -> str:
+    """The kind of a trace step in JSON and SARIF: ``source``, ``step`` or ``sink`` (a finding
+    with a single location, such as a configuration check, has only its ``sink``)."""
+    if index == count - 1:
+        return "sink"
+    return "source" if index == 0 else "step"
 
 
 def render_text(diagnostics: list[Diagnostic], *, color: bool = False, summary: bool = True) -> str:
@@ -119,7 +128,9 @@ def diagnostic_dict(d: Diagnostic) -> dict:
         "message": d.message,
         "severity": d.severity,
         "fix": None if d.fix is None else {"kind": d.fix.kind, "safe": d.fix.safe, "description": d.fix.description},
-        "trace": [{"path": s.path, "line": s.line, "column": s.column, "note": s.note} for s in d.trace],
+        "trace": [{"path": s.path, "line": s.line, "column": s.column, "note": s.note, "kind": step_kind(i, len(d.trace))}
+                  for i, s in enumerate(d.trace)],
+        "related": [{"path": s.path, "line": s.line, "column": s.column, "note": s.note} for s in d.related],
     }
 
 
@@ -205,8 +216,16 @@ def sarif_log(diagnostics: list[Diagnostic], rules: dict[str, RuleDoc], root: st
             for i, (s, raw_step) in enumerate(zip(d.trace, raw.trace)):
                 location = _location(raw_step.path, s.line, s.column, s.line, 0, root)
                 location["message"] = {"text": f"{step_role(i, len(d.trace))}: {s.note}"}
-                steps.append({"location": location})
+                steps.append({"location": location, "kinds": [step_kind(i, len(d.trace))]})
             result["codeFlows"] = [{"threadFlows": [{"locations": steps}]}]
+        if d.related:  # the sources of other flows folded into this finding
+            related = []
+            for n, (s, raw_step) in enumerate(zip(d.related, raw.related)):
+                location = _location(raw_step.path, s.line, s.column, s.line, 0, root)
+                location["id"] = n
+                location["message"] = {"text": f"also from: {s.note}"}
+                related.append(location)
+            result["relatedLocations"] = related
         if d.fix is not None:
             result["properties"] = {"fix": {"kind": d.fix.kind, "safe": d.fix.safe, "description": d.fix.description}}
         results.append(result)

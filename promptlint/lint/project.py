@@ -164,10 +164,30 @@ class Project:
             found = module.local_callable(".".join(rest))
             if found is not None:
                 return found
+            method = self._instance_method(module, rest, origin, depth)
+            if method is not None:
+                return method
             imported = module.imports.get(rest[0])
             if imported and imported != qualname:
                 return self.resolve(".".join([imported, *rest[1:]]), origin, depth + 1)
             return None
+        return None
+
+    def _instance_method(self, module: ModuleAnalysis, rest: list[str], origin: ModuleAnalysis, depth: int):
+        """``registry.create_tools`` where ``registry = ToolRegistry()`` is a module global: the
+        method of the instance's class (otherwise the call is unknown and every argument,
+        including a set used only as a filter, would flow into its result)."""
+        if len(rest) != 2:
+            return None
+        val = module.globals.get(rest[0])
+        cls = val.origin if val is not None else None
+        if not cls or not cls.startswith("@") or not cls.endswith("()") or "(" in cls[1:-2]:
+            return None
+        qual = cls[1:-2]
+        info = module.local_callable(qual[len(module.module_name) + 1:]) if qual.startswith(module.module_name + ".") \
+            else self.resolve(qual, origin, depth + 1)
+        if isinstance(info, ClassInfo):
+            return info.methods.get(rest[1])
         return None
 
     def resolve_value(self, qualname: str, origin: ModuleAnalysis, depth: int = 0):

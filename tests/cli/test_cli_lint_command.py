@@ -114,7 +114,10 @@ def test_json_format_has_the_documented_fields(project):
     assert set(item) >= {"path", "line", "column", "end_line", "end_column", "code", "name", "message", "severity",
                          "fix", "trace"}
     assert (item["path"], item["line"], item["code"], item["severity"]) == ("agent.py", 12, "PC101", "error")
-    assert all(set(step) == {"path", "line", "column", "note"} for step in item["trace"])
+    assert all(set(step) == {"path", "line", "column", "note", "kind"} for step in item["trace"])
+    kinds = [step["kind"] for step in item["trace"]]
+    assert kinds[0] == "source" and kinds[-1] == "sink" and set(kinds[1:-1]) <= {"step"}
+    assert item["related"] == []
     assert item["trace"][-1]["line"] == 12
 
 

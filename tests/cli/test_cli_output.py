@@ -65,7 +65,9 @@ def test_json_objects_carry_every_documented_field():
     assert first == {
         "path": "app/agent.py", "line": 12, "column": 16, "end_line": 12, "end_column": 48, "code": "PC101",
         "name": "time-in-stable-layer", "message": LEAK.message, "severity": "error", "fix": None,
-        "trace": [{"path": s.path, "line": s.line, "column": s.column, "note": s.note} for s in LEAK.trace],
+        "trace": [{"path": s.path, "line": s.line, "column": s.column, "note": s.note, "kind": kind}
+                  for s, kind in zip(LEAK.trace, ["source", *["step"] * (len(LEAK.trace) - 2), "sink"])],
+        "related": [],
     }
     assert items[1]["fix"] == {"kind": "wrap-sorted", "safe": True, "description": "wrap `TOOLS` in sorted()"}
 

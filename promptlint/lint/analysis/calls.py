@@ -30,6 +30,33 @@ _SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "System
                    "SystemMessagePromptTemplate"}
 
 
+#: Keywords that select what a call keeps (``model_dump(include=s)``, ``exclude=``,
+#: ``excluded_tool_names=``): a set given there is a filter, its order never reaches the result.
+_SELECTOR_KEYWORD = re.compile(r"^(include|exclude|excluded|included|only|skip|skipped|ignore|ignored|allow|allowed|"
+                               r"deny|denied|disabled|enabled|selected|filter|blocked)(_|$)")
+
+
+#: Keywords that name what to look up (``db.get_session(session_id=sid)``): the record found is
+#: not made of its key, so a fresh id passed there does not make the record volatile.
+_KEY_KEYWORD = re.compile(r"^(id|ids|key|pk|\w+_(id|ids|key|pk))$")
+#: Metadata fields of an object built by a constructor the analysis cannot see into
+#: (``Session(created_at=now())``): one such field does not make the whole object volatile.
+#: (Named narrowly: ``current_time=`` is content a builder renders, not metadata.)
+_METADATA_KEYWORD = re.compile(r"^(created|updated|modified|timestamp|(created|updated|modified|deleted|expires)_(at|ts)|"
+                               r"last_(updated|modified))$")
+
+
+def _passed(keyword: str, val: Val, callee: str) -> tuple[Taint, ...]:
+    """The taints an argument passes into the result of a call the analysis cannot see into."""
+    if callee in _TEMPLATE_METHODS:
+        return val.taints  # `.format(session_id=...)`: every variable may be rendered
+    if _KEY_KEYWORD.match(keyword) or (callee[:1].isupper() and _METADATA_KEYWORD.match(keyword)):
+        return ()
+    if _SELECTOR_KEYWORD.match(keyword):
+        return tuple(t for t in val.taints if t.label != "unordered")
+    return val.taints
+
+
 class Calls:
     """Call evaluation of ``FunctionAnalysis``."""
 
@@ -84,7 +111,7 @@ class Calls:
             if spec is not None and not (origin and self._is_module_path(origin)):
                 return self._source_result(node, spec, node.func.attr, args, kwargs, receiver=func)
         # 2. sanitizers and serializers
-        arg_taints = merge(*(a.taints for a in args), *(v.taints for v in kwargs.values()), *(s.taints for s in splat))
+        arg_taints = merge(*(a.taints for a in args), *(_passed(k, v, callee) for k, v in kwargs.items()), *(s.taints for s in splat))
         if origin:
             sanitizers = self.m.catalog.sanitizer_calls.match(origin)
             if sanitizers:
@@ -237,7 +264,10 @@ class Calls:
         named = list(kwargs.items())
         for a in args:
             named += list(a.keys.items()) if a.keys is not None else [(None, a)]
+        known = "\n".join(text_lines) if text_lines is not None else self.m.template_texts.get((where.line, where.column))
         for name, val in named:
+            if name is not None and known is not None and not re.search(r"\b%s\b" % re.escape(name), known):
+                continue  # the template never names this variable: the value goes nowhere
             for t in val.taints:
                 report = t.report_at
                 if name is not None and t.param < 0:
@@ -278,12 +308,13 @@ class Calls:
         init = info.methods.get("__init__")
         if init is not None:
             self._apply_summary(node, init, Val(origin=f"@{info.qualname}()"), args, kwargs, bound=True)
-        else:  # dataclass / pydantic: fields by name
+        else:  # dataclass / pydantic: fields by name, held by this instance only
+            # Never merged into the class: `Message(content=now())` in one module would make
+            # every `Message` of the project carry the clock (object-insensitive fields).
             fields = [s.target.id for s in info.node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
-            for name, val in [*zip(fields, args), *kwargs.items()]:
-                if val.taints:
-                    old = info.attrs.get(name)
-                    info.attrs[name] = join(old, val) if old is not None else val
+            given = dict([*zip(fields, args), *kwargs.items()])
+            if given:
+                return Val(origin=f"@{info.qualname}()", keys=given, node=node)
         return Val(origin=f"@{info.qualname}()", node=node)
 
     def _apply_summary(self, node: ast.Call, ref: FunctionRef, func: Val, args: list[Val], kwargs: dict[str, Val],
@@ -323,6 +354,8 @@ class Calls:
                         at = at._replace(code="PC502", fix=t.fix)
                     elif t.dumped:
                         at = at._replace(dumped=True, fix=t.fix)
+                    if t.role_only and at.param >= 0:  # still only the system message of the caller's parameter
+                        at = at._replace(role_only=True)
                     out.append(at._replace(steps=clip(at.steps + (call_step,) + t.steps)))
             return merge(out)
 

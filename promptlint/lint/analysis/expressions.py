@@ -132,6 +132,8 @@ class Expressions:
             return self.env[local]
         base = self.eval(node.value)
         origin = f"{base.origin}.{node.attr}" if base.origin else None
+        if base.keys is not None and node.attr in base.keys:  # a field this instance was built with
+            return base.keys[node.attr]
         if base.origin and base.origin.startswith("@"):
             found = self._instance_attr(base.origin, node.attr, node)
             if found is not None:

@@ -172,8 +172,8 @@ class Sinks:
 
     def _report(self, taint: Taint, node: ast.AST, layer: str, kind: str) -> None:
         """One taint reaches a sink: a diagnostic, or (a parameter) a sink of this function's summary."""
-        if kind == "cache-key" and taint.label != "volatile":
-            return
+        if (kind == "cache-key" and taint.label != "volatile") or self.counting:
+            return  # (a prompt built only to count its tokens is never sent)
         sink_step = None
         if self.sink_via is not None:  # the sink is inside a called function
             middle, sink_step, dumped, label = self.sink_via
@@ -186,7 +186,7 @@ class Sinks:
             # A sink inside a role dispatch (`if role == "system": SystemMessage(content)`) is
             # reached only for that role; generic converters would otherwise make every
             # caller's user message a "system prompt". Concrete taints there are still reported.
-            if self.ref is not None and not self.role_branch:
+            if self.ref is not None and not self.role_branch and not taint.role_only:
                 steps = taint.steps + (sink_step or self.m.step(node, f"reaches {layer}"),)
                 self.param_sinks.append(ParamSink(taint.param, taint.label, taint.dumped, steps, layer, kind))
             return

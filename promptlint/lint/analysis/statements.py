@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from promptlint.lint.analysis.values import FunctionRef, Summary, Taint, Val, frozen_ok, join, merge
 
@@ -20,8 +21,43 @@ def _is_role_test(node: ast.AST) -> int:
 
 
 
+#: Calls that only measure a prompt: a message list built for them is never sent (``/tokens``).
+_COUNTING_CALLS = re.compile(r"^(len|count_tokens|token_count|num_tokens\w*|get_num_tokens\w*|count_message_tokens|"
+                             r"tokenize|encode|estimate_tokens|count_tokens_\w+)$")
+
+
+def _callee_name(node: ast.AST) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+
+
+def counting_only_names(func: ast.AST) -> frozenset[str]:
+    """Local names whose every read is an argument of a token-counting call (or a method call on
+    the name that adds to it): the prompt they hold is measured, not sent."""
+    counted: set[str] = set()
+    other: set[str] = set()
+    parents: dict[int, ast.AST] = {}
+    for parent in ast.walk(func):
+        for child in ast.iter_child_nodes(parent):
+            parents[id(child)] = parent
+    for node in ast.walk(func):
+        if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Call) and node in parent.args and _COUNTING_CALLS.match(_callee_name(parent.func)):
+            counted.add(node.id)
+        elif isinstance(parent, ast.Attribute) and parent.attr in ("append", "extend", "insert") \
+                and isinstance(parents.get(id(parent)), ast.Call):
+            continue  # `msgs.append(...)` adds to the list, it does not send it
+        else:
+            other.add(node.id)
+    return frozenset(counted - other)
+
+
 class Statements:
     """Statement evaluation of ``FunctionAnalysis``."""
+
+    counting = 0  # > 0 while evaluating a prompt built only to count its tokens: no sink there
+    count_only: frozenset[str] = frozenset()
 
     def run_function(self) -> Summary:
         node = self.ref.node
@@ -48,6 +84,8 @@ class Statements:
         if isinstance(node, ast.Lambda):
             self.ret = self.eval(node.body)
         else:
+            if "token" in self.m._segment(node) or "len(" in self.m._segment(node):
+                self.count_only = counting_only_names(node)
             self.run_block(node.body)
             self.check_decorators(node)
             self.check_stable_name(node)
@@ -74,10 +112,22 @@ class Statements:
                     self.eval(child)
 
     def stmt_Expr(self, node: ast.Expr) -> None:
-        self.eval(node.value)
+        call = node.value
+        counted = (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                   and isinstance(call.func.value, ast.Name) and call.func.value.id in self.count_only)
+        self.counting += counted
+        try:
+            self.eval(node.value)
+        finally:
+            self.counting -= counted
 
     def stmt_Assign(self, node: ast.Assign) -> None:
-        val = self.eval(node.value)
+        counted = bool(self.count_only) and all(isinstance(t, ast.Name) and t.id in self.count_only for t in node.targets)
+        self.counting += counted
+        try:
+            val = self.eval(node.value)
+        finally:
+            self.counting -= counted
         for target in node.targets:
             self.assign(target, val, node)
 
@@ -212,6 +262,10 @@ class Statements:
         chosen = [t for group in self.control for t in group]
         if chosen:
             val = val.with_taints(merge(val.taints, chosen))
+        if self.role_branch and any(t.param >= 0 for t in val.taints):
+            # `if msgs[0]["role"] == "system": instructions = msgs[0]["content"]`: what a parameter
+            # gives here is its system message only, as for a sink inside the dispatch.
+            val = val.with_taints(tuple(t._replace(role_only=True) if t.param >= 0 else t for t in val.taints))
         if isinstance(target, ast.Name):
             step = self.m.step(target, f"assigned to `{target.id}`")
             val = val.with_taints(tuple(t.then(step) for t in val.taints))

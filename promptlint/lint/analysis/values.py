@@ -30,6 +30,7 @@ class Taint(NamedTuple):
     dumped: bool = False  # a parameter taint that went through an unsorted serializer
     fix: Fix | None = None
     report_at: TraceStep | None = None  # template line: report there instead of at the sink
+    role_only: bool = False  # a parameter taint picked out by a role dispatch (`if m["role"] == "system"`)
 
     def key(self) -> tuple:
         first = self.steps[0] if self.steps else None

@@ -1,0 +1,325 @@
+"""Flow precision on real code shapes (issue 14): a finding is reported once, for a flow that
+exists, and its trace starts at the source. Each case is a small example written for this suite."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from promptlint.lint.diagnostic import Settings
+from promptlint.lint.engine import lint_paths, lint_source
+
+
+def lint_tree(root: Path, files: dict[str, str]):
+    for name, text in files.items():
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    report = lint_paths([str(root)], Settings(root=str(root)), use_cache=False, jobs=1)
+    return [(Path(d.path).name, d.line, d.code) for d in report.diagnostics], report.diagnostics
+
+
+# ------------------------------------------------------------- objects built in other modules
+MESSAGE_CLASS = '''from dataclasses import dataclass
+
+
+@dataclass
+class Message:
+    role: str
+    content: str
+
+    def text(self):
+        return self.content
+'''
+
+
+def test_a_field_given_to_one_instance_does_not_reach_every_instance_of_the_class(tmp_path):
+    # `a_notes.py` is analysed first: its clock-stamped Message must not make the Message
+    # objects another module reads (`m.text()`) carry the clock.
+    found, _ = lint_tree(tmp_path, {
+        "models.py": MESSAGE_CLASS,
+        "a_notes.py": '''from datetime import datetime
+
+from models import Message
+
+
+def system_note():
+    return Message(role="system", content=f"Today is {datetime.now()}")
+''',
+        "builder.py": '''from models import Message
+
+
+def transcript(messages):
+    return "\\n".join(m.text() for m in messages)
+
+
+def build(messages):
+    system_prompt = "Summarise:\\n" + transcript(messages)
+    return [{"role": "system", "content": system_prompt}]
+''',
+    })
+    assert found == [("a_notes.py", 7, "PC101")]
+
+
+def test_a_field_of_an_instance_built_here_is_still_followed():
+    assert [d.code for d in lint_source('''from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass
+class Context:
+    today: str
+    name: str
+
+
+def build():
+    ctx = Context(today=str(datetime.now()), name="bot")
+    return [{"role": "system", "content": f"You are {ctx.name}. Today is {ctx.today}."}]
+''')] == ["PC101"]
+
+
+def test_an_unused_field_of_an_instance_built_here_is_not_a_flow():
+    assert lint_source('''from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass
+class Context:
+    created: str
+    name: str
+
+
+def build():
+    ctx = Context(created=str(datetime.now()), name="bot")
+    return [{"role": "system", "content": f"You are {ctx.name}."}]
+''') == []
+
+
+# ------------------------------------------------------------------ one finding per leak
+TWO_CLOCKS = '''from datetime import datetime
+
+
+def build(tz=None):
+    now = datetime.now(tz) if tz else datetime.now()
+    return [{"role": "system", "content": f"Now: {now}"}]
+'''
+
+
+def test_two_sources_of_one_value_are_one_finding_naming_both():
+    [found] = lint_source(TWO_CLOCKS)
+    assert (found.line, found.code) == (6, "PC101")
+    assert [s.line for s in found.related] == [5]
+    assert "also from" in found.message and "datetime.now(tz)" in found.message
+
+
+def test_json_and_sarif_carry_step_kinds_and_the_related_sources(tmp_path):
+    (tmp_path / "agent.py").write_text(TWO_CLOCKS)
+
+    def run(fmt):
+        done = subprocess.run([sys.executable, "-m", "promptlint", "lint", "--no-cache", "--format", fmt, "."],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1, done.stderr
+        return json.loads(done.stdout)
+
+    [item] = run("json")
+    assert [s["kind"] for s in item["trace"]] == ["source", "step", "sink"]
+    assert item["trace"][0]["note"].startswith("wall-clock time")
+    assert [(r["line"], r["note"]) for r in item["related"]] == [(5, "wall-clock time: `datetime.now(tz)`")]
+    [result] = run("sarif")["runs"][0]["results"]
+    flow = result["codeFlows"][0]["threadFlows"][0]["locations"]
+    assert [step["kinds"] for step in flow] == [["source"], ["step"], ["sink"]]
+    [related] = result["relatedLocations"]
+    assert related["physicalLocation"]["region"]["startLine"] == 5
+
+
+def test_every_trace_starts_at_a_source_on_the_field_shapes(tmp_path):
+    # A flow through a helper module, a builder and the request: the first step names the
+    # source, never an assignment or a call.
+    _, found = lint_tree(tmp_path, {
+        "clock.py": "from datetime import datetime\n\n\ndef stamp():\n    return datetime.now().isoformat()\n",
+        "agent.py": '''from clock import stamp
+
+
+def system_prompt():
+    return "You are helpful. " + stamp()
+
+
+def messages(question):
+    return [{"role": "system", "content": system_prompt()}, {"role": "user", "content": question}]
+''',
+    })
+    assert found
+    for d in found:
+        assert d.trace[0].note.startswith("wall-clock time"), d.trace
+        assert not d.trace[0].note.startswith(("assigned", "via", "returned", "passed"))
+
+
+# --------------------------------------------------------------- sets used only as filters
+def test_a_set_given_as_a_filter_keyword_is_not_an_ordering_leak():
+    assert lint_source('''def build(user, hidden):
+    skip = set(hidden)
+    profile = user.model_dump(exclude=skip)
+    return [{"role": "system", "content": f"Profile: {profile}"}]
+''') == []
+
+
+def test_a_set_given_as_a_plain_argument_still_flows():
+    assert [d.code for d in lint_source('''def build(render, hidden):
+    names = set(hidden)
+    text = render(names)
+    return [{"role": "system", "content": f"Tools: {text}"}]
+''')] == ["PC501"]
+
+
+def test_a_method_of_a_module_level_instance_is_resolved_so_a_filter_set_stays_a_filter(tmp_path):
+    # `registry = Registry()` in another module: `registry.tools(hidden=...)` is that class's
+    # method, which only tests membership; it is not an unknown call passing its arguments through.
+    found, _ = lint_tree(tmp_path, {
+        "registry.py": '''class Registry:
+    def __init__(self):
+        self.factories = {"search": "Search the web.", "shell": "Run a command."}
+
+    def tools(self, hidden=None):
+        return [text for name, text in self.factories.items() if not hidden or name not in hidden]
+
+
+registry = Registry()
+''',
+        "agent.py": '''from registry import registry
+
+
+def system_prompt(rows):
+    disabled = {row[0] for row in rows}
+    return "Tools:\\n" + "\\n".join(registry.tools(hidden=disabled))
+''',
+    })
+    assert found == []
+
+
+# ------------------------------------------------------------- prompts built only to be counted
+COUNTED = '''from datetime import datetime
+
+
+class Report:
+    def __init__(self, model):
+        self.model = model
+
+    def header(self):
+        return "You are helpful. Today is " + datetime.now().isoformat()
+
+    def tokens(self):
+        msgs = [dict(role="system", content=self.header())]
+        msgs.append({"role": "system", "content": self.header()})
+        return self.model.token_count(msgs)
+'''
+
+
+def test_a_prompt_built_only_to_count_its_tokens_is_not_a_request():
+    assert lint_source(COUNTED) == []
+
+
+def test_the_same_prompt_sent_as_well_as_counted_is_reported():
+    sent = COUNTED + '''
+    def ask(self):
+        msgs = [dict(role="system", content=self.header())]
+        print(self.model.token_count(msgs))
+        return self.model.chat(msgs)
+'''
+    assert [(d.line, d.code) for d in lint_source(sent)] == [(17, "PC101")]
+
+
+# --------------------------------------------------------------- template variables never used
+UNUSED_VARIABLE = '''from datetime import datetime
+
+SYSTEM = "You are {name}, a helpful assistant.{extra}"
+
+
+def build(question):
+    text = SYSTEM.format(name="Ava", extra="", today=datetime.now().date())
+    return [{"role": "system", "content": text}, {"role": "user", "content": question}]
+'''
+
+
+def test_a_volatile_template_variable_the_template_never_names_goes_nowhere():
+    assert lint_source(UNUSED_VARIABLE) == []
+
+
+def test_the_same_variable_named_in_the_template_is_reported_at_its_placeholder():
+    found = lint_source(UNUSED_VARIABLE.replace("{extra}", " Today is {today}."))
+    assert [(d.line, d.code) for d in found] == [(3, "PC101")]
+
+
+# ------------------------------------------------- one field does not make a whole object volatile
+def test_a_record_looked_up_by_a_fresh_id_is_not_made_of_the_id():
+    source = '''import time
+import uuid
+
+
+def system_message(db, session_id=None):
+    session_id = session_id or str(uuid.uuid4())
+    session = db.get_session(session_id=session_id)
+    record = Record(created_at=time.time(), title="notes")
+    return {"role": "system", "content": f"Summary: {session.summary}\\n{record.title}"}
+
+
+def leaky(session_id=None):
+    session_id = session_id or str(uuid.uuid4())
+    return {"role": "system", "content": f"Session {session_id}"}
+'''
+    assert [(d.line, d.code) for d in lint_source(source)] == [(14, "PC201")]
+
+
+def test_a_key_given_to_a_template_is_still_rendered():
+    assert [d.code for d in lint_source('''import uuid
+
+
+def system_message(template, style):
+    return {"role": "system", "content": template.format(style=style, session_id=uuid.uuid4())}
+''')] == ["PC201"]
+
+
+# ------------------------------------------------ only the system message of a list is the system layer
+ADAPTER = '''import anthropic
+
+client = anthropic.Anthropic()
+
+
+def send(messages):
+    system = None
+    if messages and messages[0]["role"] == "system":
+        system = messages[0]["content"]
+        messages = messages[1:]
+    return client.messages.create(model="m", max_tokens=100, system=system, messages=messages)
+'''
+
+
+def test_the_newest_user_message_of_a_list_is_not_the_system_message_an_adapter_extracts():
+    assert lint_source(ADAPTER + '''
+
+def answer(question):
+    return send([{"role": "system", "content": "You are terse."}, {"role": "user", "content": question}])
+''') == []
+
+
+def test_a_volatile_system_message_of_that_list_is_reported_where_it_is_built():
+    found = lint_source(ADAPTER + '''
+
+def answer(question):
+    import datetime
+    today = datetime.date.today()
+    return send([{"role": "system", "content": f"Today is {today}."}, {"role": "user", "content": question}])
+''')
+    assert [(d.line, d.code) for d in found] == [(17, "PC101")]
+
+
+def test_a_time_given_to_a_constructor_as_content_still_flows():
+    assert [d.code for d in lint_source('''from datetime import datetime
+
+
+def system_prompt(compiler_cls):
+    now = datetime.now().strftime("%H:%M")
+    compiler = Compiler(current_time=now)
+    return "Subagents:\\n" + compiler.summary()
+''')] == ["PC101"]
