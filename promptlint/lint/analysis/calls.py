@@ -30,6 +30,11 @@ _SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "System
                    "SystemMessagePromptTemplate"}
 
 
+def _zone_only(fmt) -> bool:
+    """A strftime format that prints only the time zone (``"%Z"``, ``"%z"``): constant per host."""
+    return isinstance(fmt, str) and "%" in fmt and "%" not in re.sub(r"%[Zz%]", "", fmt)
+
+
 class Calls:
     """Call evaluation of ``FunctionAnalysis``."""
 
@@ -69,6 +74,10 @@ class Calls:
             return Val(merge(*(v.taints for v in kwargs.values())), keys=dict(kwargs), node=node)
         if origin == "asyncio.gather":  # `a, b = await gather(f(), g())`: each result keeps its own taints
             return Val(merge(*(a.taints for a in args)), items=list(args), node=node)
+        if callee == "strftime" and args and _zone_only(args[-1].const):
+            # `strftime("%Z")` names the host's time zone: it reads no clock that changes per request.
+            recv = func.taints if origin is None or "()" in origin else ()
+            return Val(tuple(t for t in recv if t.code != "PC101"), node=node)
         # 1. sources
         if origin:
             for spec in self.m.catalog.source_calls.match(origin):

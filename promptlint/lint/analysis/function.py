@@ -6,7 +6,7 @@ from promptlint.lint.analysis.calls import Calls
 from promptlint.lint.analysis.expressions import Expressions
 from promptlint.lint.analysis.sinks import Sinks
 from promptlint.lint.analysis.statements import Statements
-from promptlint.lint.analysis.values import INIT_METHODS, ClassInfo, FunctionRef, ParamSink, Taint, Val
+from promptlint.lint.analysis.values import ClassInfo, FunctionRef, ParamSink, Taint, Val, runs_once
 
 
 class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
@@ -32,11 +32,12 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
 
     @property
     def frozen(self) -> bool:
-        """True where code runs once per process or per object: import time, ``__init__``.
+        """True where code runs once per process, object or session: import time, ``__init__``,
+        ``__post_init__``, and set-up paths named for it (``initialize_message_sequence``).
 
         A volatile value computed there is reused unchanged by every request (FIELD.md: not a
         leak); unordered values and template expressions evaluated later are still followed."""
         if self.ref is None:
             return self.cls is None and self.loop_depth == 0
-        return getattr(self.ref.node, "name", "") in INIT_METHODS
+        return runs_once(getattr(self.ref.node, "name", ""))
 

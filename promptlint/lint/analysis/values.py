@@ -18,6 +18,16 @@ MAX_TAINTS = 16
 MAX_STEPS = 14
 #: Methods that run once per object: what they compute is frozen for the object's life.
 INIT_METHODS = frozenset({"__init__", "__post_init__", "setup", "model_post_init", "__new__"})
+#: Verbs that name a one-time set-up path (``initialize_message_sequence``, ``setup_agent``,
+#: ``_init_tools``): what it computes is stored and reused. ``create_``/``build_``/``make_`` are
+#: not here: real agents rebuild their agent and prompt per request in ``create_agent``.
+SETUP_VERBS = ("init_", "initialize_", "initialise_", "setup_", "set_up_", "bootstrap_")
+
+
+def runs_once(name: str) -> bool:
+    """True for a function whose name says it runs once per object, session or process."""
+    bare = name.lstrip("_").lower()
+    return name in INIT_METHODS or bare in ("init", "initialize", "initialise", "bootstrap") or bare.startswith(SETUP_VERBS)
 
 
 class Taint(NamedTuple):
