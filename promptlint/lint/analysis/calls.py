@@ -90,8 +90,18 @@ class Calls:
                        template=func.template or next((a.template for a in args if a.template is not None), None))
         if isinstance(node.func, ast.Attribute):
             spec = self.m.catalog.source_methods.get(node.func.attr)
-            if spec is not None and not (origin and self._is_module_path(origin)):
+            # `re.search(...)` is a module's function; `client.search(...)` on an instance of a
+            # project class (resolved to its method) is still a retrieval.
+            method_of_class = func.func is not None and func.func.cls is not None
+            if spec is not None and not (origin and self._is_module_path(origin) and not method_of_class):
                 return self._source_result(node, spec, node.func.attr, args, kwargs, receiver=func)
+        if isinstance(node.func, ast.Name):
+            # The project's own `search_memories(...)`/`retrieve(...)` function: what it returns is
+            # the per-turn content (the query it is given only selects it).
+            spec = self.m.catalog.source_methods.get(node.func.id)
+            if spec is not None and spec.label == "volatile" and (func.func is not None or (
+                    origin and isinstance(self.m.resolve_function(origin.lstrip("@")), FunctionRef))):
+                return self._source_result(node, spec, node.func.id, args, kwargs)
         # 2. sanitizers and serializers
         arg_taints = merge(*(a.taints for a in args), *(v.taints for v in kwargs.values()), *(s.taints for s in splat))
         if origin:

@@ -6,7 +6,7 @@ from promptlint.lint.analysis.calls import Calls
 from promptlint.lint.analysis.expressions import Expressions
 from promptlint.lint.analysis.sinks import Sinks
 from promptlint.lint.analysis.statements import Statements
-from promptlint.lint.analysis.values import ClassInfo, FunctionRef, ParamSink, Taint, Val, runs_once
+from promptlint.lint.analysis.values import ClassInfo, FunctionRef, ParamSink, Summary, Taint, Val, frozen_ok, runs_once
 
 
 class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
@@ -40,4 +40,22 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         if self.ref is None:
             return self.cls is None and self.loop_depth == 0
         return runs_once(getattr(self.ref.node, "name", ""))
+
+    def run_function(self) -> Summary:
+        """The summary; a set-up path's result is what it computed once (a sticky session id, the
+        stored first messages), so its clock and ids do not reach callers as per-request values."""
+        summary = super().run_function()
+        if self.frozen:
+            summary.ret = _once(summary.ret)
+        return summary
+
+
+def _once(val: Val, depth: int = 0) -> Val:
+    """``val`` with only the taints that survive being computed once, through its structure."""
+    if depth > 4:
+        return val.keep(frozen_ok)
+    return Val(tuple(t for t in val.taints if frozen_ok(t)), val.origin, val.const,
+               [_once(v, depth + 1) for v in val.items] if val.items is not None else None,
+               {k: _once(v, depth + 1) for k, v in val.keys.items()} if val.keys is not None else None,
+               val.func, val.node, val.template, val.sink_layer)
 
