@@ -173,3 +173,41 @@ def build_prompt(history):
     report = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False)
     found = sorted((d.code, d.line) for d in report.diagnostics)
     assert found == [("PC401", 8), ("PC401", 12)]
+
+
+# ------------------------------------------------------ time that decides, not text
+@pytest.mark.parametrize("test", [
+    "time.monotonic() - self.fetched_at >= TTL",
+    "self.expires_at < time.time()",
+])
+def test_a_clock_in_an_expiry_check_only_decides_freshness(test):
+    assert codes(f'''import time
+
+class Tools:
+    def tool_list(self, history):
+        tools = self.cached
+        if {test}:
+            tools = self.fetch_tools()
+        return {{"model": "m", "messages": history, "tools": tools}}
+''') == []
+
+
+def test_a_clock_in_a_database_cutoff_selects_rows():
+    assert codes('''from datetime import datetime, timedelta
+
+def build_messages(user, history):
+    cutoff = datetime.now() - timedelta(days=7)
+    notes = Note.objects.filter(user=user, created_at__gte=cutoff)
+    return [{"role": "system", "content": "Recent: " + ", ".join(n.text for n in notes)}, *history]
+''') == []
+
+
+def test_a_clock_field_compared_with_constants_still_chooses_the_text():
+    assert codes('''from datetime import datetime
+
+def build_messages(history):
+    greeting = "Good morning" if datetime.now().hour < 12 else "Hello"
+    if datetime.now().weekday() in (5, 6):
+        greeting += ", happy weekend"
+    return [{"role": "system", "content": greeting}, *history]
+''') == ["PC101", "PC101"]

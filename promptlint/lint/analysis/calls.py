@@ -25,6 +25,8 @@ _REQUEST_METHODS = {"create", "stream", "parse", "generate_content", "generate_c
 _CONTENT_READERS = {"builtins.open", "io.open", "codecs.open", "json.load", "yaml.safe_load", "yaml.load",
                     "tomllib.load", "tomli.load"}
 _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
+#: ORM range lookups (Django ``created_at__gte=``): a time there is a cutoff, not text.
+_RANGE_LOOKUP = re.compile(r"__(?:gte?|lte?|range)$")
 #: Keywords that carry a message's text when the call also says ``role="system"``.
 _SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "SystemPrompt", "SystemChatMessage",
                    "SystemMessagePromptTemplate"}
@@ -55,6 +57,9 @@ class Calls:
                 splat.append(v)
                 if v.keys is not None:
                     kwargs.update(v.keys)
+            elif _RANGE_LOOKUP.search(kw.arg):
+                # `filter(updated_at__gte=cutoff)`: the clock selects rows, its text goes nowhere.
+                kwargs[kw.arg] = self.eval(kw.value).keep(lambda t: not t.code.startswith("PC1"))
             else:
                 kwargs[kw.arg] = self.eval(kw.value)
         origin = func.origin
