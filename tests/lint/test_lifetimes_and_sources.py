@@ -211,3 +211,33 @@ def build_messages(history):
         greeting += ", happy weekend"
     return [{"role": "system", "content": greeting}, *history]
 ''') == ["PC101", "PC101"]
+
+
+def test_what_a_caller_passes_to_a_set_up_path_lands_once():
+    source = '''from datetime import datetime
+
+def {name}(agent, edited_at):
+    system = agent.persona + "\\nMemory last edited: " + edited_at.isoformat()
+    return [{{"role": "system", "content": system}}]
+
+def create_agent_record(db, agent):
+    db.save(agent.id, {name}(agent, datetime.now()))
+'''
+    assert codes(source.format(name="initialize_message_sequence")) == []
+    assert codes(source.format(name="compile_messages")) == ["PC101"]
+
+
+def test_a_working_directory_that_only_locates_a_config_file_is_not_its_content():
+    source = '''import json
+from pathlib import Path
+
+def load_config(path):
+    with open(path) as f:
+        return json.load(f)
+
+def build_request(history):
+    {body}
+    return {{"model": "m", "max_tokens": 64, "messages": history, "system": system}}
+'''
+    assert codes(source.format(body='system = load_config(Path.cwd() / "agent.json")["persona"]')) == []
+    assert codes(source.format(body='system = "Workspace: " + str(Path.cwd())')) == ["PC301"]

@@ -6,7 +6,7 @@ import ast
 import re
 
 from promptlint.lint.analysis.values import (
-    EMPTY, clip, ClassInfo, FunctionRef, Taint, Val, join, merge,
+    EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, join, merge,
 )
 from promptlint.lint.analysis.sinks import _role
 from promptlint.lint.diagnostic import Fix, TraceStep
@@ -91,7 +91,8 @@ class Calls:
                 return self._source_result(node, spec, origin, args, kwargs)
         if origin in _CONTENT_READERS or (isinstance(node.func, ast.Attribute) and node.func.attr in _CONTENT_METHODS):
             located = merge(func.taints, *(a.taints for a in args), *(v.taints for v in kwargs.values()))
-            return Val(tuple(t for t in located if not t.code.startswith("PC3")), origin=call_origin, node=node,
+            content = tuple(t._replace(code=LOCATED) if t.param >= 0 else t for t in located if not t.code.startswith("PC3"))
+            return Val(content, origin=call_origin, node=node,
                        template=func.template or next((a.template for a in args if a.template is not None), None))
         if isinstance(node.func, ast.Attribute):
             spec = self.m.catalog.source_methods.get(node.func.attr)
@@ -341,8 +342,10 @@ class Calls:
                     continue
                 arg = actual.get(t.param)
                 for at in (arg.taints if arg is not None else ()):
-                    if at.label != t.label:
+                    if at.label != t.label or (t.code == LOCATED and at.code.startswith("PC3")):
                         continue
+                    if t.code == LOCATED and at.param >= 0:
+                        at = at._replace(code=LOCATED)
                     if t.dumped and at.param < 0 and at.label == "unordered":
                         at = at._replace(code="PC502", fix=t.fix)
                     elif t.dumped:
@@ -365,6 +368,8 @@ class Calls:
             if arg is None:
                 continue
             arg_node = arg.node if isinstance(arg.node, ast.expr) else node
+            if ps.located:  # the argument only located a file: the host fact is not the content
+                arg = arg.keep(lambda t: not t.code.startswith("PC3"))
             passed = self.m.step(arg_node, f"passed to {name}()")
             saved = self.sink_via
             self.sink_via = ((passed,) + ps.steps[:-1], ps.steps[-1] if ps.steps else None, ps.dumped, ps.label)

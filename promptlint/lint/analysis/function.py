@@ -6,7 +6,7 @@ from promptlint.lint.analysis.calls import Calls
 from promptlint.lint.analysis.expressions import Expressions
 from promptlint.lint.analysis.sinks import Sinks
 from promptlint.lint.analysis.statements import Statements
-from promptlint.lint.analysis.values import ClassInfo, FunctionRef, ParamSink, Summary, Taint, Val, frozen_ok, runs_once
+from promptlint.lint.analysis.values import ClassInfo, FunctionRef, ParamSink, Summary, Taint, Val, frozen_ok, runs_once, set_up_path
 
 
 class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
@@ -47,6 +47,10 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         summary = super().run_function()
         if self.frozen:
             summary.ret = _once(summary.ret)
+        if set_up_path(getattr(self.ref.node, "name", "")):
+            # `initialize_message_sequence(agent, memory_edit_timestamp=now())`: the stamp its
+            # caller passes is stored with the first messages once; orderings still count.
+            summary.param_sinks = [ps for ps in summary.param_sinks if ps.label == "unordered"]
         return summary
 
 

@@ -26,8 +26,15 @@ SETUP_VERBS = ("init_", "initialize_", "initialise_", "setup_", "set_up_", "boot
 
 def runs_once(name: str) -> bool:
     """True for a function whose name says it runs once per object, session or process."""
+    return name in INIT_METHODS or set_up_path(name)
+
+
+def set_up_path(name: str) -> bool:
+    """A named set-up function (not a constructor): it runs once whoever calls it, so what its
+    callers pass it lands once too. (A constructor's arguments are the caller's: an object may
+    be built per request.)"""
     bare = name.lstrip("_").lower()
-    return name in INIT_METHODS or bare in ("init", "initialize", "initialise", "bootstrap") or bare.startswith(SETUP_VERBS)
+    return name not in INIT_METHODS and (bare in ("init", "initialize", "initialise", "bootstrap") or bare.startswith(SETUP_VERBS))
 
 
 class Taint(NamedTuple):
@@ -134,6 +141,7 @@ class ParamSink:
     steps: tuple[TraceStep, ...]
     layer: str
     arg_kind: str
+    located: bool = False  # the parameter only located a file whose content reaches the sink
 
 
 @dataclass
@@ -156,6 +164,11 @@ class ClassInfo:
     bases: list[str] = field(default_factory=list)
     ready: bool = False
     module: "ModuleAnalysis | None" = None
+
+
+#: The code of a symbolic parameter taint that went through a file read: the parameter located
+#: the file, so a host or environment fact passed for it does not reach the content (FIELD.md).
+LOCATED = "located"
 
 
 def frozen_ok(t: Taint) -> bool:
