@@ -241,3 +241,14 @@ def build_request(history):
 '''
     assert codes(source.format(body='system = load_config(Path.cwd() / "agent.json")["persona"]')) == []
     assert codes(source.format(body='system = "Workspace: " + str(Path.cwd())')) == ["PC301"]
+
+
+# -------------------------------------------------------- sets that only filter
+def test_a_set_passed_as_an_exclusion_filter_orders_nothing():
+    source = '''def build_request(registry, store, history):
+    disabled = {{row[0] for row in store.rows("disabled_tools")}}
+    guide = registry.describe_tools({kw}=disabled)
+    return {{"model": "m", "max_tokens": 64, "messages": history, "system": "Tools: " + guide}}
+'''
+    assert codes(source.format(kw="excluded_names")) == []
+    assert codes(source.format(kw="names")) == ["PC501"]

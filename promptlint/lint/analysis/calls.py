@@ -25,6 +25,10 @@ _REQUEST_METHODS = {"create", "stream", "parse", "generate_content", "generate_c
 _CONTENT_READERS = {"builtins.open", "io.open", "codecs.open", "json.load", "yaml.safe_load", "yaml.load",
                     "tomllib.load", "tomli.load"}
 _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
+#: Keywords that name a membership filter (what to leave out or let through, ORM ``__in``).
+_MEMBERSHIP_KEYWORD = re.compile(
+    r"^_*(?:exclude|excluded|exclusions?|disabled|skip|skipped|ignore|ignored|deny|denied|blocked|blocklist|allowlist)(?:_|$)"
+    r"|__(?:in|not_in)$")
 #: ORM range lookups (Django ``created_at__gte=``): a time there is a cutoff, not text.
 _RANGE_LOOKUP = re.compile(r"__(?:gte?|lte?|range)$")
 #: Keywords that carry a message's text when the call also says ``role="system"``.
@@ -57,6 +61,10 @@ class Calls:
                 splat.append(v)
                 if v.keys is not None:
                     kwargs.update(v.keys)
+            elif _MEMBERSHIP_KEYWORD.search(kw.arg):
+                # `exclude_ids=`, `disabled_tools=`, `id__in=`: a set that only filters by
+                # membership; its iteration order reaches nothing.
+                kwargs[kw.arg] = self.eval(kw.value).keep(lambda t: t.label != "unordered")
             elif _RANGE_LOOKUP.search(kw.arg):
                 # `filter(updated_at__gte=cutoff)`: the clock selects rows, its text goes nowhere.
                 kwargs[kw.arg] = self.eval(kw.value).keep(lambda t: not t.code.startswith("PC1"))
