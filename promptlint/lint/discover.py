@@ -26,7 +26,7 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".git", ".hg", ".svn", ".venv", "venv", "env", ".tox", ".nox", "build", "dist",
     "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache",
     ".promptlint_cache", "site-packages", "*.egg-info",
-    "tests", "test", "conftest.py", "test_*.py", "*_test.py",
+    "tests", "test", "*_tests", "conftest.py", "test_*.py", "*_test.py",
 )
 
 

@@ -113,7 +113,7 @@ def build_messages(history):
 
 # ----------------------------------------------------------------- test code is skipped
 def test_walking_a_tree_skips_test_code_by_default(tmp_path):
-    for name in ("app/agent.py", "tests/test_agent.py", "app/test_helpers.py", "app/agent_test.py",
+    for name in ("app/agent.py", "tests/test_agent.py", "unit_tests/agent_cases.py", "app/test_helpers.py", "app/agent_test.py",
                  "conftest.py", "app/testing.py"):
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -252,3 +252,30 @@ def test_a_set_passed_as_an_exclusion_filter_orders_nothing():
 '''
     assert codes(source.format(kw="excluded_names")) == []
     assert codes(source.format(kw="names")) == ["PC501"]
+
+
+# ------------------------------------------------ a turn object is not its text
+TURN_OBJECT = '''class Conversation:
+    def compose(self, user_input{annotation}):
+        prompt = self.template.render({{"device": {value}, "home": self.home_name}})
+        return {{"role": "system", "content": prompt}}
+'''
+
+
+@pytest.mark.parametrize("annotation,value", [
+    (": ConversationInput", "user_input"),
+    (": ConversationInput", "user_input.device_id"),
+    (': "conversation.ConversationInput | None"', "user_input"),
+])
+def test_a_per_turn_object_passed_whole_is_not_this_turns_text(annotation, value):
+    assert codes(TURN_OBJECT.format(annotation=annotation, value=value)) == []
+
+
+@pytest.mark.parametrize("annotation,value", [
+    (": ConversationInput", "user_input.text"),
+    ("", "user_input"),
+    (": str", "user_input"),
+    (": Optional[str]", "user_input"),
+])
+def test_the_turns_text_is_still_per_turn_content(annotation, value):
+    assert codes(TURN_OBJECT.format(annotation=annotation, value=value)) == ["PC401"]

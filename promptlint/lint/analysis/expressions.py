@@ -151,6 +151,8 @@ class Expressions:
         if node.attr not in _TURN_TEXT_ATTRS and any(_turn_param(t) for t in taints):
             # `user_input.language`, `.device_id`: facts of the conversation, not this turn's text.
             taints = tuple(t for t in taints if not _turn_param(t))
+        if node.attr in _TURN_TEXT_ATTRS and isinstance(node.value, ast.Name) and node.value.id in self.turn_objects:
+            taints = merge(taints, (self.turn_objects[node.value.id],))
         return Val(taints, origin=origin, node=node, template=base.template)
 
     def _tail(self, node: ast.AST) -> str | None:

@@ -29,6 +29,7 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         self.sending = 0  # > 0 while checking the arguments of a request-sending call
         self.defer_shapes = 0  # > 0 while evaluating `msgs.append(...)` arguments: position decides
         self.control: list[tuple[Taint, ...]] = []  # clock taints of enclosing `if now.hour < 12:` tests
+        self.turn_objects: dict[str, Taint] = {}  # per-turn parameters typed as objects: only their text is
 
     @property
     def frozen(self) -> bool:
