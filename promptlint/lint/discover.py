@@ -20,10 +20,13 @@ from promptlint.lint.catalog import glob_match
 from promptlint.lint.diagnostic import Settings
 
 #: Folders and files never worth linting; ``exclude`` replaces this list, ``extend-exclude`` adds.
+#: Test code is skipped by default (as Semgrep's default ignores do): a test sends no production
+#: request, and a leak it exercises is reported where the library puts the value in the layer.
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".git", ".hg", ".svn", ".venv", "venv", "env", ".tox", ".nox", "build", "dist",
     "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache",
     ".promptlint_cache", "site-packages", "*.egg-info",
+    "tests", "test", "*_tests", "conftest.py", "test_*.py", "*_test.py",
 )
 
 

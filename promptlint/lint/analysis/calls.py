@@ -6,7 +6,7 @@ import ast
 import re
 
 from promptlint.lint.analysis.values import (
-    EMPTY, clip, ClassInfo, FunctionRef, Taint, Val, join, merge,
+    EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, join, merge,
 )
 from promptlint.lint.analysis.sinks import _role
 from promptlint.lint.diagnostic import Fix, TraceStep
@@ -25,6 +25,12 @@ _REQUEST_METHODS = {"create", "stream", "parse", "generate_content", "generate_c
 _CONTENT_READERS = {"builtins.open", "io.open", "codecs.open", "json.load", "yaml.safe_load", "yaml.load",
                     "tomllib.load", "tomli.load"}
 _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
+#: Keywords that name a membership filter (what to leave out or let through, ORM ``__in``).
+_MEMBERSHIP_KEYWORD = re.compile(
+    r"^_*(?:exclude|excluded|exclusions?|disabled|skip|skipped|ignore|ignored|deny|denied|blocked|blocklist|allowlist)(?:_|$)"
+    r"|__(?:in|not_in)$")
+#: ORM range lookups (Django ``created_at__gte=``): a time there is a cutoff, not text.
+_RANGE_LOOKUP = re.compile(r"__(?:gte?|lte?|range)$")
 #: Keywords that carry a message's text when the call also says ``role="system"``.
 _SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "SystemPrompt", "SystemChatMessage",
                    "SystemMessagePromptTemplate"}
@@ -57,6 +63,11 @@ def _passed(keyword: str, val: Val, callee: str) -> tuple[Taint, ...]:
     return val.taints
 
 
+def _zone_only(fmt) -> bool:
+    """A strftime format that prints only the time zone (``"%Z"``, ``"%z"``): constant per host."""
+    return isinstance(fmt, str) and "%" in fmt and "%" not in re.sub(r"%[Zz%]", "", fmt)
+
+
 class Calls:
     """Call evaluation of ``FunctionAnalysis``."""
 
@@ -77,6 +88,13 @@ class Calls:
                 splat.append(v)
                 if v.keys is not None:
                     kwargs.update(v.keys)
+            elif _MEMBERSHIP_KEYWORD.search(kw.arg):
+                # `exclude_ids=`, `disabled_tools=`, `id__in=`: a set that only filters by
+                # membership; its iteration order reaches nothing.
+                kwargs[kw.arg] = self.eval(kw.value).keep(lambda t: t.label != "unordered")
+            elif _RANGE_LOOKUP.search(kw.arg):
+                # `filter(updated_at__gte=cutoff)`: the clock selects rows, its text goes nowhere.
+                kwargs[kw.arg] = self.eval(kw.value).keep(lambda t: not t.code.startswith("PC1"))
             else:
                 kwargs[kw.arg] = self.eval(kw.value)
         origin = func.origin
@@ -96,6 +114,10 @@ class Calls:
             return Val(merge(*(v.taints for v in kwargs.values())), keys=dict(kwargs), node=node)
         if origin == "asyncio.gather":  # `a, b = await gather(f(), g())`: each result keeps its own taints
             return Val(merge(*(a.taints for a in args)), items=list(args), node=node)
+        if callee == "strftime" and args and _zone_only(args[-1].const):
+            # `strftime("%Z")` names the host's time zone: it reads no clock that changes per request.
+            recv = func.taints if origin is None or "()" in origin else ()
+            return Val(tuple(t for t in recv if t.code != "PC101"), node=node)
         # 1. sources
         if origin:
             for spec in self.m.catalog.source_calls.match(origin):
@@ -104,12 +126,23 @@ class Calls:
                 return self._source_result(node, spec, origin, args, kwargs)
         if origin in _CONTENT_READERS or (isinstance(node.func, ast.Attribute) and node.func.attr in _CONTENT_METHODS):
             located = merge(func.taints, *(a.taints for a in args), *(v.taints for v in kwargs.values()))
-            return Val(tuple(t for t in located if not t.code.startswith("PC3")), origin=call_origin, node=node,
+            content = tuple(t._replace(code=LOCATED) if t.param >= 0 else t for t in located if not t.code.startswith("PC3"))
+            return Val(content, origin=call_origin, node=node,
                        template=func.template or next((a.template for a in args if a.template is not None), None))
         if isinstance(node.func, ast.Attribute):
             spec = self.m.catalog.source_methods.get(node.func.attr)
-            if spec is not None and not (origin and self._is_module_path(origin)):
+            # `re.search(...)` is a module's function; `client.search(...)` on an instance of a
+            # project class (resolved to its method) is still a retrieval.
+            method_of_class = func.func is not None and func.func.cls is not None
+            if spec is not None and not (origin and self._is_module_path(origin) and not method_of_class):
                 return self._source_result(node, spec, node.func.attr, args, kwargs, receiver=func)
+        if isinstance(node.func, ast.Name):
+            # The project's own `search_memories(...)`/`retrieve(...)` function: what it returns is
+            # the per-turn content (the query it is given only selects it).
+            spec = self.m.catalog.source_methods.get(node.func.id)
+            if spec is not None and spec.label == "volatile" and (func.func is not None or (
+                    origin and isinstance(self.m.resolve_function(origin.lstrip("@")), FunctionRef))):
+                return self._source_result(node, spec, node.func.id, args, kwargs)
         # 2. sanitizers and serializers
         arg_taints = merge(*(a.taints for a in args), *(_passed(k, v, callee) for k, v in kwargs.items()), *(s.taints for s in splat))
         if origin:
@@ -348,8 +381,10 @@ class Calls:
                     continue
                 arg = actual.get(t.param)
                 for at in (arg.taints if arg is not None else ()):
-                    if at.label != t.label:
+                    if at.label != t.label or (t.code == LOCATED and at.code.startswith("PC3")):
                         continue
+                    if t.code == LOCATED and at.param >= 0:
+                        at = at._replace(code=LOCATED)
                     if t.dumped and at.param < 0 and at.label == "unordered":
                         at = at._replace(code="PC502", fix=t.fix)
                     elif t.dumped:
@@ -374,6 +409,8 @@ class Calls:
             if arg is None:
                 continue
             arg_node = arg.node if isinstance(arg.node, ast.expr) else node
+            if ps.located:  # the argument only located a file: the host fact is not the content
+                arg = arg.keep(lambda t: not t.code.startswith("PC3"))
             passed = self.m.step(arg_node, f"passed to {name}()")
             saved = self.sink_via
             self.sink_via = ((passed,) + ps.steps[:-1], ps.steps[-1] if ps.steps else None, ps.dumped, ps.label)

@@ -153,6 +153,8 @@ class Expressions:
         if node.attr not in _TURN_TEXT_ATTRS and any(_turn_param(t) for t in taints):
             # `user_input.language`, `.device_id`: facts of the conversation, not this turn's text.
             taints = tuple(t for t in taints if not _turn_param(t))
+        if node.attr in _TURN_TEXT_ATTRS and isinstance(node.value, ast.Name) and node.value.id in self.turn_objects:
+            taints = merge(taints, (self.turn_objects[node.value.id],))
         return Val(taints, origin=origin, node=node, template=base.template)
 
     def _tail(self, node: ast.AST) -> str | None:
@@ -239,7 +241,10 @@ class Expressions:
 
     def eval_Compare(self, node: ast.Compare) -> Val:
         vals = [self.eval(node.left), *(self.eval(c) for c in node.comparators)]
-        return Val(merge(*(tuple(t for t in v.taints if t.label == "volatile") for v in vals)), node=node)
+        taints = merge(*(tuple(t for t in v.taints if t.label == "volatile") for v in vals))
+        if _expiry_check([node.left, *node.comparators], vals):
+            taints = tuple(t for t in taints if not t.code.startswith("PC1"))
+        return Val(taints, node=node)
 
     def eval_UnaryOp(self, node: ast.UnaryOp) -> Val:
         return Val(self.eval(node.operand).taints, node=node)
@@ -352,4 +357,22 @@ class Expressions:
                       f"wrap `{self.m.snippet(node, 30)}` in sorted()", path=self.m.path)
             return taint._replace(fix=fix)
         return taint
+
+
+def _expiry_check(operands: list[ast.expr], vals: list[Val]) -> bool:
+    """A clock compared with an age (``now - fetched_at >= TTL``) or another point in time
+    (``expires_at < now``, ``Model.updated_at >= cutoff``) decides freshness, not which text goes
+    in; a clock field compared with constants (``now.hour < 12``) chooses the text."""
+    if any(isinstance(o, ast.BinOp) and isinstance(o.op, (ast.Sub, ast.Add)) for o in operands):
+        return True
+    clocked = [any(t.code.startswith("PC1") for t in v.taints) for v in vals]
+    return any(not c and not _constant(o, v) for o, v, c in zip(operands, vals, clocked))
+
+
+def _constant(node: ast.expr, val: Val) -> bool:
+    if val.const is not None or isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(isinstance(e, ast.Constant) for e in node.elts)
+    return isinstance(node, ast.Name) and node.id.isupper()  # a module constant (`MORNING_END`)
 

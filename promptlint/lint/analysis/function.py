@@ -6,7 +6,7 @@ from promptlint.lint.analysis.calls import Calls
 from promptlint.lint.analysis.expressions import Expressions
 from promptlint.lint.analysis.sinks import Sinks
 from promptlint.lint.analysis.statements import Statements
-from promptlint.lint.analysis.values import INIT_METHODS, ClassInfo, FunctionRef, ParamSink, Taint, Val
+from promptlint.lint.analysis.values import ClassInfo, FunctionRef, ParamSink, Summary, Taint, Val, frozen_ok, runs_once, set_up_path
 
 
 class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
@@ -29,14 +29,38 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         self.sending = 0  # > 0 while checking the arguments of a request-sending call
         self.defer_shapes = 0  # > 0 while evaluating `msgs.append(...)` arguments: position decides
         self.control: list[tuple[Taint, ...]] = []  # clock taints of enclosing `if now.hour < 12:` tests
+        self.turn_objects: dict[str, Taint] = {}  # per-turn parameters typed as objects: only their text is
 
     @property
     def frozen(self) -> bool:
-        """True where code runs once per process or per object: import time, ``__init__``.
+        """True where code runs once per process, object or session: import time, ``__init__``,
+        ``__post_init__``, and set-up paths named for it (``initialize_message_sequence``).
 
         A volatile value computed there is reused unchanged by every request (FIELD.md: not a
         leak); unordered values and template expressions evaluated later are still followed."""
         if self.ref is None:
             return self.cls is None and self.loop_depth == 0
-        return getattr(self.ref.node, "name", "") in INIT_METHODS
+        return runs_once(getattr(self.ref.node, "name", ""))
+
+    def run_function(self) -> Summary:
+        """The summary; a set-up path's result is what it computed once (a sticky session id, the
+        stored first messages), so its clock and ids do not reach callers as per-request values."""
+        summary = super().run_function()
+        if self.frozen:
+            summary.ret = _once(summary.ret)
+        if set_up_path(getattr(self.ref.node, "name", "")):
+            # `initialize_message_sequence(agent, memory_edit_timestamp=now())`: the stamp its
+            # caller passes is stored with the first messages once; orderings still count.
+            summary.param_sinks = [ps for ps in summary.param_sinks if ps.label == "unordered"]
+        return summary
+
+
+def _once(val: Val, depth: int = 0) -> Val:
+    """``val`` with only the taints that survive being computed once, through its structure."""
+    if depth > 4:
+        return val.keep(frozen_ok)
+    return Val(tuple(t for t in val.taints if frozen_ok(t)), val.origin, val.const,
+               [_once(v, depth + 1) for v in val.items] if val.items is not None else None,
+               {k: _once(v, depth + 1) for k, v in val.keys.items()} if val.keys is not None else None,
+               val.func, val.node, val.template, val.sink_layer)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from promptlint.lint.analysis.values import ParamSink, Taint, Val, _const_str, clip, frozen_ok
+from promptlint.lint.analysis.values import LOCATED, ParamSink, Taint, Val, _const_str, clip, frozen_ok
 from promptlint.lint.catalog import ArgSpec, Condition, SinkSpec
 
 
@@ -188,7 +188,8 @@ class Sinks:
             # caller's user message a "system prompt". Concrete taints there are still reported.
             if self.ref is not None and not self.role_branch and not taint.role_only:
                 steps = taint.steps + (sink_step or self.m.step(node, f"reaches {layer}"),)
-                self.param_sinks.append(ParamSink(taint.param, taint.label, taint.dumped, steps, layer, kind))
+                self.param_sinks.append(ParamSink(taint.param, taint.label, taint.dumped, steps, layer, kind,
+                                                  located=taint.code == LOCATED))
             return
         if self.frozen and not self.sending and not frozen_ok(taint):
             return  # a layer built once (import time, __init__) and reused unchanged: not a leak

@@ -73,7 +73,13 @@ class Statements:
             taints = [Taint("", "volatile", (), param=i), Taint("", "unordered", (), param=i)]
             spec = self.m.catalog.source_params.get(a.arg)
             if spec is not None:
-                taints.append(Taint(spec.code, spec.label, (self.m.step(a, f"{spec.note}: parameter `{a.arg}`"),)))
+                taint = Taint(spec.code, spec.label, (self.m.step(a, f"{spec.note}: parameter `{a.arg}`"),))
+                if _object_annotation(a.annotation):
+                    # `user_input: ConversationInput`: its `.text` is this turn's words; the object
+                    # itself (device, language, conversation id) is not.
+                    self.turn_objects[a.arg] = taint
+                else:
+                    taints.append(taint)
             val = Val(tuple(taints), node=a)
             if i == 0 and self.cls is not None and a.arg in ("self", "cls"):
                 val = Val((), origin=f"@{self.cls.qualname}()", node=a)
@@ -323,4 +329,20 @@ class Statements:
         self.env[name] = val if name not in self.env or self.depth == 0 else join(self.env[name], val)
         if self.cls is not None and name.startswith("self.") and name.count(".") == 1:
             self.cls.attrs[name[5:]] = self.env[name]
+
+
+#: Annotations under which a per-turn parameter is (or holds) text.
+_TEXT_TYPES = {"str", "Any", "object", "list", "List", "Sequence", "Iterable", "dict", "Dict", "Mapping", "tuple",
+               "Tuple", "bytes"}
+
+
+def _object_annotation(annotation: ast.expr | None) -> bool:
+    """True when a parameter is annotated with a class of its own (``ConversationInput``)."""
+    if annotation is None:
+        return False
+    if isinstance(annotation, ast.Constant):
+        return isinstance(annotation.value, str) and not any(t in annotation.value for t in _TEXT_TYPES)
+    names = {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)}
+    names |= {n.attr for n in ast.walk(annotation) if isinstance(n, ast.Attribute)}
+    return bool(names - {"Optional", "Union", "None", "typing", "t"}) and not names & _TEXT_TYPES
 

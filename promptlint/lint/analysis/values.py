@@ -18,6 +18,23 @@ MAX_TAINTS = 16
 MAX_STEPS = 14
 #: Methods that run once per object: what they compute is frozen for the object's life.
 INIT_METHODS = frozenset({"__init__", "__post_init__", "setup", "model_post_init", "__new__"})
+#: Verbs that name a one-time set-up path (``initialize_message_sequence``, ``setup_agent``,
+#: ``_init_tools``): what it computes is stored and reused. ``create_``/``build_``/``make_`` are
+#: not here: real agents rebuild their agent and prompt per request in ``create_agent``.
+SETUP_VERBS = ("init_", "initialize_", "initialise_", "setup_", "set_up_", "bootstrap_")
+
+
+def runs_once(name: str) -> bool:
+    """True for a function whose name says it runs once per object, session or process."""
+    return name in INIT_METHODS or set_up_path(name)
+
+
+def set_up_path(name: str) -> bool:
+    """A named set-up function (not a constructor): it runs once whoever calls it, so what its
+    callers pass it lands once too. (A constructor's arguments are the caller's: an object may
+    be built per request.)"""
+    bare = name.lstrip("_").lower()
+    return name not in INIT_METHODS and (bare in ("init", "initialize", "initialise", "bootstrap") or bare.startswith(SETUP_VERBS))
 
 
 class Taint(NamedTuple):
@@ -125,6 +142,7 @@ class ParamSink:
     steps: tuple[TraceStep, ...]
     layer: str
     arg_kind: str
+    located: bool = False  # the parameter only located a file whose content reaches the sink
 
 
 @dataclass
@@ -147,6 +165,11 @@ class ClassInfo:
     bases: list[str] = field(default_factory=list)
     ready: bool = False
     module: "ModuleAnalysis | None" = None
+
+
+#: The code of a symbolic parameter taint that went through a file read: the parameter located
+#: the file, so a host or environment fact passed for it does not reach the content (FIELD.md).
+LOCATED = "located"
 
 
 def frozen_ok(t: Taint) -> bool:

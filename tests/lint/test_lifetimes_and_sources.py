@@ -1,0 +1,281 @@
+"""Lifetimes and sources on real code (issue 14, FIELD.md): what is computed once is not a leak,
+what only looks up per-turn content is not the content, what is fixed per host reads no clock.
+
+Each case is a small example written for this suite, reduced from a pattern seen in the field corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from promptlint.lint.catalog import rules_dir
+from promptlint.lint.diagnostic import Settings
+from promptlint.lint.discover import collect_files
+from promptlint.lint.engine import lint_source
+
+
+def codes(source: str, settings: Settings | None = None) -> list[str]:
+    return sorted(d.code for d in lint_source(source, settings=settings))
+
+
+# ------------------------------------------------------------- set-up paths are frozen
+SEQUENCE = '''from datetime import datetime
+
+def {name}(agent):
+    stamp = datetime.now().isoformat()
+    system = agent.persona + "\\nMemory last edited: " + stamp
+    return [{{"role": "system", "content": system}}, {{"role": "user", "content": "login"}}]
+'''
+
+
+@pytest.mark.parametrize("name", ["initialize_message_sequence", "_init_messages", "setup_conversation",
+                                  "__post_init__"])
+def test_a_system_message_built_in_a_set_up_path_is_frozen(name):
+    # Run once when the agent or conversation is created, then stored and replayed unchanged.
+    assert codes(SEQUENCE.format(name=name)) == []
+
+
+@pytest.mark.parametrize("name", ["build_messages", "prepare_context", "create_agent"])
+def test_the_same_message_built_per_request_is_a_leak(name):
+    # `create_agent` is not a set-up verb: real agents rebuild themselves per request.
+    assert codes(SEQUENCE.format(name=name)) == ["PC101"]
+
+
+# --------------------------------------------------------- lookup inputs are not content
+LOOKUP = '''def {name}(self, {param}):
+    rows = self.db.select(self.table).where(self.table.c.text.contains({param}))
+    system = "Relevant notes:\\n" + "\\n".join(r.text for r in rows)
+    return [{{"role": "system", "content": system}}]
+'''
+
+
+@pytest.mark.parametrize("param", ["query", "question"])
+def test_a_lookup_input_is_not_per_turn_content(param):
+    assert codes(LOOKUP.format(name="context_for", param=param)) == []
+
+
+def test_the_user_message_itself_is_still_per_turn_content():
+    assert codes(LOOKUP.format(name="context_for", param="user_message")) == ["PC401"]
+
+
+def test_what_a_search_returns_is_per_turn_content():
+    assert codes('''def context_for(store, query):
+    hits = store.similarity_search(query, k=4)
+    return [{"role": "system", "content": "Notes: " + str(hits)}]
+''') == ["PC401"]
+
+
+# ------------------------------------------------------ host facts fixed per process
+PLATFORM = '''import platform, os
+
+def build_messages(history):
+    system = f"OS: {platform.platform()} user home: {os.path.expanduser('~')}"
+    return [{"role": "system", "content": system}, *history]
+'''
+
+
+def test_a_host_fact_fixed_for_the_process_is_not_a_leak_by_default():
+    assert codes(PLATFORM) == []
+
+
+def test_per_process_host_facts_are_an_opt_in_rule_file():
+    settings = Settings(rule_files=(str(rules_dir() / "optional" / "host.yaml"),))
+    assert codes(PLATFORM, settings) == ["PC301", "PC301"]
+
+
+def test_the_working_directory_can_change_in_a_process_and_stays_a_source():
+    assert codes('''import os
+
+def build_messages(history):
+    return [{"role": "system", "content": "cwd: " + os.getcwd()}, *history]
+''') == ["PC301"]
+
+
+# ------------------------------------------------------------------ zone-only formats
+@pytest.mark.parametrize("expr", ['time.strftime("%Z")', 'datetime.now().strftime("%Z (UTC%z)")'])
+def test_a_time_zone_name_reads_no_clock(expr):
+    assert codes(f'''import time
+from datetime import datetime
+
+def build_messages(history):
+    return [{{"role": "system", "content": "Zone: " + {expr}}}, *history]
+''') == []
+
+
+def test_a_format_with_the_hour_still_reads_the_clock():
+    assert codes('''from datetime import datetime
+
+def build_messages(history):
+    return [{"role": "system", "content": "Now: " + datetime.now().strftime("%H:%M %Z")}, *history]
+''') == ["PC101"]
+
+
+# ----------------------------------------------------------------- test code is skipped
+def test_walking_a_tree_skips_test_code_by_default(tmp_path):
+    for name in ("app/agent.py", "tests/test_agent.py", "unit_tests/agent_cases.py", "app/test_helpers.py", "app/agent_test.py",
+                 "conftest.py", "app/testing.py"):
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x = 1\n", encoding="utf-8")
+    found = collect_files([str(tmp_path)], Settings(root=str(tmp_path)))
+    assert sorted(Path(p).relative_to(tmp_path).as_posix() for p in found) == [
+        "app/agent.py", "app/testing.py"]
+    named = tmp_path / "tests" / "test_agent.py"
+    assert collect_files([str(named)], Settings(root=str(tmp_path))) == [str(named)]
+
+
+def test_an_id_minted_in_a_set_up_path_is_sticky_for_its_callers():
+    # `initialize_session` mints the id once and stores it on the agent; later runs reuse it.
+    source = '''from uuid import uuid4
+
+def initialize_session(agent, session_id=None):
+    if session_id is None:
+        session_id = agent.session_id or str(uuid4())
+        agent.session_id = session_id
+    return session_id
+
+def {name}(agent, history):
+    sid = initialize_session(agent)
+    return [{{"role": "system", "content": "Session " + sid}}, *history]
+'''
+    assert codes(source.format(name="build_messages")) == []
+    assert codes(source.replace("initialize_session", "session_for").format(name="build_messages")) == ["PC201"]
+
+
+def test_a_retrieval_of_the_projects_own_code_is_the_per_turn_source(tmp_path):
+    # The lookup lives in the project (its `query` parameter is not content); what it returns is.
+    from promptlint.lint.engine import lint_paths
+
+    (tmp_path / "memstore").mkdir()
+    (tmp_path / "memstore" / "__init__.py").write_text(
+        "from memstore.client import MemoryClient\n", encoding="utf-8")
+    (tmp_path / "memstore" / "client.py").write_text('''class MemoryClient:
+    def search(self, query, limit=5):
+        return self.http.post("/search", json={"query": query, "limit": limit}).json()
+
+def search_memories(query, limit=5):
+    return MemoryClient().search(query, limit)
+''', encoding="utf-8")
+    (tmp_path / "app.py").write_text('''from memstore import MemoryClient
+from memstore.client import search_memories
+
+client = MemoryClient()
+
+def build_messages(question, history):
+    notes = client.search(question)
+    return [{"role": "system", "content": f"Notes: {notes}"}, *history]
+
+def build_prompt(history):
+    notes = search_memories("preferences")
+    return [{"role": "system", "content": f"Notes: {notes}"}, *history]
+''', encoding="utf-8")
+    report = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False)
+    found = sorted((d.code, d.line) for d in report.diagnostics)
+    assert found == [("PC401", 8), ("PC401", 12)]
+
+
+# ------------------------------------------------------ time that decides, not text
+@pytest.mark.parametrize("test", [
+    "time.monotonic() - self.fetched_at >= TTL",
+    "self.expires_at < time.time()",
+])
+def test_a_clock_in_an_expiry_check_only_decides_freshness(test):
+    assert codes(f'''import time
+
+class Tools:
+    def tool_list(self, history):
+        tools = self.cached
+        if {test}:
+            tools = self.fetch_tools()
+        return {{"model": "m", "messages": history, "tools": tools}}
+''') == []
+
+
+def test_a_clock_in_a_database_cutoff_selects_rows():
+    assert codes('''from datetime import datetime, timedelta
+
+def build_messages(user, history):
+    cutoff = datetime.now() - timedelta(days=7)
+    notes = Note.objects.filter(user=user, created_at__gte=cutoff)
+    return [{"role": "system", "content": "Recent: " + ", ".join(n.text for n in notes)}, *history]
+''') == []
+
+
+def test_a_clock_field_compared_with_constants_still_chooses_the_text():
+    assert codes('''from datetime import datetime
+
+def build_messages(history):
+    greeting = "Good morning" if datetime.now().hour < 12 else "Hello"
+    if datetime.now().weekday() in (5, 6):
+        greeting += ", happy weekend"
+    return [{"role": "system", "content": greeting}, *history]
+''') == ["PC101", "PC101"]
+
+
+def test_what_a_caller_passes_to_a_set_up_path_lands_once():
+    source = '''from datetime import datetime
+
+def {name}(agent, edited_at):
+    system = agent.persona + "\\nMemory last edited: " + edited_at.isoformat()
+    return [{{"role": "system", "content": system}}]
+
+def create_agent_record(db, agent):
+    db.save(agent.id, {name}(agent, datetime.now()))
+'''
+    assert codes(source.format(name="initialize_message_sequence")) == []
+    assert codes(source.format(name="compile_messages")) == ["PC101"]
+
+
+def test_a_working_directory_that_only_locates_a_config_file_is_not_its_content():
+    source = '''import json
+from pathlib import Path
+
+def load_config(path):
+    with open(path) as f:
+        return json.load(f)
+
+def build_request(history):
+    {body}
+    return {{"model": "m", "max_tokens": 64, "messages": history, "system": system}}
+'''
+    assert codes(source.format(body='system = load_config(Path.cwd() / "agent.json")["persona"]')) == []
+    assert codes(source.format(body='system = "Workspace: " + str(Path.cwd())')) == ["PC301"]
+
+
+# -------------------------------------------------------- sets that only filter
+def test_a_set_passed_as_an_exclusion_filter_orders_nothing():
+    source = '''def build_request(registry, store, history):
+    disabled = {{row[0] for row in store.rows("disabled_tools")}}
+    guide = registry.describe_tools({kw}=disabled)
+    return {{"model": "m", "max_tokens": 64, "messages": history, "system": "Tools: " + guide}}
+'''
+    assert codes(source.format(kw="excluded_names")) == []
+    assert codes(source.format(kw="names")) == ["PC501"]
+
+
+# ------------------------------------------------ a turn object is not its text
+TURN_OBJECT = '''class Conversation:
+    def compose(self, user_input{annotation}):
+        prompt = self.template.render({{"device": {value}, "home": self.home_name}})
+        return {{"role": "system", "content": prompt}}
+'''
+
+
+@pytest.mark.parametrize("annotation,value", [
+    (": ConversationInput", "user_input"),
+    (": ConversationInput", "user_input.device_id"),
+    (': "conversation.ConversationInput | None"', "user_input"),
+])
+def test_a_per_turn_object_passed_whole_is_not_this_turns_text(annotation, value):
+    assert codes(TURN_OBJECT.format(annotation=annotation, value=value)) == []
+
+
+@pytest.mark.parametrize("annotation,value", [
+    (": ConversationInput", "user_input.text"),
+    ("", "user_input"),
+    (": str", "user_input"),
+    (": Optional[str]", "user_input"),
+])
+def test_the_turns_text_is_still_per_turn_content(annotation, value):
+    assert codes(TURN_OBJECT.format(annotation=annotation, value=value)) == ["PC401"]
