@@ -81,7 +81,10 @@ def test_a_host_fact_fixed_for_the_process_is_not_a_leak_by_default():
 
 def test_per_process_host_facts_are_an_opt_in_rule_file():
     settings = Settings(rule_files=(str(rules_dir() / "optional" / "host.yaml"),))
-    assert codes(PLATFORM, settings) == ["PC301", "PC301"]
+    found = lint_source(PLATFORM, settings=settings)
+    # one sink line, one code: one finding that names the other source too
+    assert [d.code for d in found] == ["PC301"]
+    assert "platform.platform()" in found[0].message and "expanduser" in found[0].message
 
 
 def test_the_working_directory_can_change_in_a_process_and_stays_a_source():
@@ -210,7 +213,7 @@ def build_messages(history):
     if datetime.now().weekday() in (5, 6):
         greeting += ", happy weekend"
     return [{"role": "system", "content": greeting}, *history]
-''') == ["PC101", "PC101"]
+''') == ["PC101"]  # both clocks choose the text: one finding at the one sink line
 
 
 def test_what_a_caller_passes_to_a_set_up_path_lands_once():
