@@ -211,7 +211,10 @@ class DecoratorSpec(NamedTuple):
 
 
 class CheckSpec(NamedTuple):
-    """A framework option that makes a stable layer volatile by design (PC6xx)."""
+    """A framework option that makes a stable layer volatile by design.
+
+    With a ``layer``, the option puts a source of the code's family (PC101 time, PC401
+    memory) into that framework-built layer; ``reference`` cites the framework's code."""
 
     code: str
     callees: tuple[str, ...] = ()
@@ -219,6 +222,8 @@ class CheckSpec(NamedTuple):
     imports: tuple[str, ...] = ()
     when: tuple[Condition, ...] = ()
     detail: str = ""
+    layer: str = ""
+    reference: str = ""
 
 
 class StableNameSpec(NamedTuple):
@@ -482,12 +487,15 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
         ))
     for i, e in enumerate(data.get("checks") or []):
         where = f"{path}: checks[{i}]"
-        _check_keys(e, {"code", "callees", "shapes", "imports", "when", "detail"}, where)
+        _check_keys(e, {"code", "callees", "shapes", "imports", "when", "detail", "layer", "reference"}, where)
         if e.get("code") not in codes:
             raise CatalogError(f"{where}: unknown code {e.get('code')!r}")
+        if not e["code"].startswith("PC6") and not (e.get("layer") and e.get("detail")):
+            raise CatalogError(f"{where}: a check reporting a source family ({e['code']}) needs 'layer' and 'detail'")
         catalog.checks.append(CheckSpec(
             code=e["code"], callees=_as_tuple(e.get("callees"), where, "callees"), shapes=_as_tuple(e.get("shapes"), where, "shapes"),
             imports=_as_tuple(e.get("imports"), where, "imports"), when=_conditions(e.get("when"), where), detail=str(e.get("detail", "")),
+            layer=str(e.get("layer", "")), reference=str(e.get("reference", "")),
         ))
     for i, e in enumerate(data.get("sanitizers") or []):
         where = f"{path}: sanitizers[{i}]"

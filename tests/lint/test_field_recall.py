@@ -1,0 +1,43 @@
+"""Recall patterns from the field corpus (issue 14), each reduced to a small example written for
+this suite: frameworks that put a source into the system message themselves, time read through
+helpers and library constants, retrieval and memory read back each turn."""
+
+from __future__ import annotations
+
+import pytest
+
+from promptlint.lint.engine import lint_source
+
+
+def found(source: str) -> list[tuple[int, str]]:
+    return sorted((d.line, d.code) for d in lint_source(source))
+
+
+# ------------------------------------------------------------ framework flags
+@pytest.mark.parametrize("flag, code", [
+    ("add_datetime_to_instructions=True", "PC101"),
+    ("add_datetime_to_context=True", "PC101"),
+    ("add_memories_to_context=True", "PC401"),
+    ("enable_agentic_memory=True", "PC401"),
+    ("enable_user_memories=True", "PC401"),
+])
+def test_an_agno_flag_that_fills_the_system_message_is_reported_at_the_keyword(flag, code):
+    source = f'''from agno.agent import Agent
+
+def make_agent(model):
+    return Agent(
+        model=model,
+        instructions="Answer briefly.",
+        {flag},
+    )
+'''
+    diagnostics = lint_source(source)
+    assert [(d.line, d.code) for d in diagnostics] == [(7, code)]
+    assert "agno system message" in diagnostics[0].message and flag.split("=")[0] in diagnostics[0].message
+
+
+def test_agno_flags_off_or_memories_explicitly_left_out_are_clean():
+    assert found('''from agno.agent import Agent
+
+agent = Agent(add_datetime_to_context=False, enable_agentic_memory=True, add_memories_to_context=False)
+''') == []
