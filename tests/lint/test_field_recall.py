@@ -41,3 +41,32 @@ def test_agno_flags_off_or_memories_explicitly_left_out_are_clean():
 
 agent = Agent(add_datetime_to_context=False, enable_agentic_memory=True, add_memories_to_context=False)
 ''') == []
+
+
+# ------------------------------------------------------------ a late system message reversed to the front
+@pytest.mark.parametrize("order", ["messages[::-1]", "list(reversed(messages))", None])
+def test_a_system_message_appended_last_leads_once_the_list_is_reversed(order):
+    sent = order or "messages"
+    source = f'''import openai
+from datetime import datetime
+
+async def reply(client: openai.AsyncOpenAI, newest_first, template):
+    messages = [dict(role="user", content=newest_first)]
+    now = datetime.now()
+    messages.append(dict(role="system", content=template.replace("{{time}}", now.strftime("%H:%M"))))
+    return await client.chat.completions.create(model="m", messages={sent})
+'''
+    # Not reversed, the system message sits after the history: volatile by position, no finding.
+    assert [code for _, code in found(source)] == (["PC101"] if order else [])
+
+
+def test_reverse_in_place_moves_the_system_message_first():
+    assert [code for _, code in found('''import openai
+import time
+
+def ask(client: openai.OpenAI, text):
+    messages = [{"role": "user", "content": text}]
+    messages.append({"role": "system", "content": f"Epoch {time.time()}"})
+    messages.reverse()
+    return client.chat.completions.create(model="m", messages=messages)
+''')] == ["PC101"]

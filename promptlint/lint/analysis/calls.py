@@ -93,6 +93,8 @@ class Calls:
             serializer = self.m.catalog.serializer_calls.get(origin)
             if serializer is not None:
                 return self._serialize(node, serializer, args, kwargs)
+            if origin == "builtins.reversed" and args and args[0].items is not None:
+                return Val(args[0].taints, items=args[0].items[::-1], node=node)  # the last message now leads
             if origin in _ORDERED_CONSUMERS and args:
                 consumed = tuple(self._consumed(t, node.args[0]) if t.label == "unordered" else t for t in args[0].taints)
                 return Val(merge(consumed), items=args[0].items, node=node)
@@ -118,6 +120,10 @@ class Calls:
         if method == "join" and args:
             consumed = tuple(self._consumed(t, node.args[0]) if t.label == "unordered" else t for t in args[0].taints)
             return Val(merge(recv_val.taints, consumed), node=node)
+        if method == "reverse" and not args and recv_val.items is not None and isinstance(node.func, ast.Attribute):
+            self._update_container(node.func.value, Val(recv_val.taints, origin=recv_val.origin, items=recv_val.items[::-1],
+                                                        node=recv_val.node))
+            return Val(node=node)
         if method == "sort" and isinstance(node.func, ast.Attribute):  # `parts.sort()`: ordered in place
             self._update_container(node.func.value, recv_val.keep(lambda t: t.label != "unordered"))
             return Val(node=node)

@@ -197,6 +197,10 @@ class Expressions:
         taints = base.taints
         if isinstance(node.slice, ast.Slice):
             items = base.items
+            step = node.slice.step
+            if (items is not None and step is not None and ast.unparse(step) == "-1"
+                    and node.slice.lower is None and node.slice.upper is None):
+                items = items[::-1]  # `messages[::-1]`: a system message appended last now leads
             return Val(taints, items=items, node=node, template=base.template)
         # The key selects, it does not become the value: `cache[id(obj)]` is not an id.
         return Val(taints, node=node,
