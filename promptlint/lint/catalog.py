@@ -168,6 +168,7 @@ class SourceSpec(NamedTuple):
     strings: tuple[str, ...] = ()
     max_args: int | None = None
     sortable: bool = False
+    rendered: bool = False
 
 
 class ArgSpec(NamedTuple):
@@ -443,7 +444,8 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
                            f"this promptlint reads version {RULE_FILE_VERSION}")
     for i, e in enumerate(data.get("sources") or []):
         where = f"{path}: sources[{i}]"
-        _check_keys(e, {"id", "code", "label", "note", "calls", "attributes", "methods", "params", "strings", "max_args", "sortable"}, where)
+        _check_keys(e, {"id", "code", "label", "note", "calls", "attributes", "methods", "params", "strings", "max_args", "sortable",
+                       "rendered"}, where)
         if e.get("code") not in codes:
             raise CatalogError(f"{where}: unknown code {e.get('code')!r}")
         if e.get("label") not in LABELS:
@@ -453,6 +455,7 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
             calls=_as_tuple(e.get("calls"), where, "calls"), attributes=_as_tuple(e.get("attributes"), where, "attributes"),
             methods=_as_tuple(e.get("methods"), where, "methods"), params=_as_tuple(e.get("params"), where, "params"),
             strings=_as_tuple(e.get("strings"), where, "strings"), max_args=e.get("max_args"), sortable=bool(e.get("sortable", False)),
+            rendered=bool(e.get("rendered", False)),
         ))
     for i, e in enumerate(data.get("sinks") or []):
         where = f"{path}: sinks[{i}]"

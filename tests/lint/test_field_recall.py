@@ -70,3 +70,41 @@ def ask(client: openai.OpenAI, text):
     messages.reverse()
     return client.chat.completions.create(model="m", messages=messages)
 ''')] == ["PC101"]
+
+
+# ------------------------------------------------------------ time through helpers and library constants
+@pytest.mark.parametrize("imports, call", [
+    ("from homeassistant.util import dt as dt_util", "dt_util.now()"),
+    ("from django.utils import timezone", "timezone.localtime()"),
+    ("import pendulum", "pendulum.now()"),
+    ("import arrow", "arrow.get()"),
+])
+def test_clock_helpers_of_frameworks_are_wall_clock_sources(imports, call):
+    assert [code for _, code in found(f'''{imports}
+
+def build_system_prompt(name):
+    return f"You are {{name}}. Now: {{{call}}}"
+''')] == ["PC101"]
+
+
+def test_converting_a_given_time_does_not_read_the_clock():
+    assert found('''from django.utils import timezone
+
+def build_system_prompt(created):
+    return f"Account created {timezone.localtime(created):%Y-%m-%d}"
+''') == []
+
+
+def test_a_library_template_constant_with_a_clock_is_reported_where_it_is_used():
+    source = """from homeassistant.helpers import llm, template
+
+PERSONA = "You control the house."
+
+class Agent:
+    async def _async_render_system_prompt(self, hass, user_name):
+        parts = [template.Template(llm.DATE_TIME_PROMPT + PERSONA, hass).async_render({"user": user_name})]
+        return " ".join(parts)
+"""
+    diagnostics = lint_source(source)
+    assert [(d.line, d.code) for d in diagnostics] == [(7, "PC101")]
+    assert "DATE_TIME_PROMPT" in diagnostics[0].message and "recognised by the name" in diagnostics[0].message

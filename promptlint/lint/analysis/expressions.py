@@ -115,7 +115,10 @@ class Expressions:
         specs = self.m.catalog.source_attrs.match(qual)
         if specs:
             spec = specs[0]
-            taints = (Taint(spec.code, spec.label, (self.m.step(node, f"{spec.note}: `{qual}`"),)),)
+            step = self.m.step(node, f"{spec.note}: `{qual}`")
+            # A library's template constant: its clock is read each time the host renders it,
+            # however long the constant itself has lived (like a template expression).
+            taints = (Taint(spec.code, spec.label, (step,), report_at=step if spec.rendered else None),)
         elif self.m.project is not None and isinstance(node, ast.Name):
             # A constant of another project module (prompt templates live in prompts.py/const.py):
             # computed at its import, so only orderings and template expressions still vary.
