@@ -108,3 +108,31 @@ class Agent:
     diagnostics = lint_source(source)
     assert [(d.line, d.code) for d in diagnostics] == [(7, "PC101")]
     assert "DATE_TIME_PROMPT" in diagnostics[0].message and "recognised by the name" in diagnostics[0].message
+
+
+# ------------------------------------------------------------ retrieval and memory read back each turn
+@pytest.mark.parametrize("read", ['state.retrieved_docs', 'state["memories"]', 'state.get("queries", [])'])
+def test_a_graph_node_reading_retrieval_or_memory_from_the_run_state_is_per_turn(read):
+    source = f'''from langchain_core.prompts import ChatPromptTemplate
+
+SYSTEM = "Use this context:\\n{{context}}"
+
+async def respond(state, *, config):
+    prompt = ChatPromptTemplate.from_messages([("system", SYSTEM), ("placeholder", "{{messages}}")])
+    context = "\\n".join(str(d) for d in {read})
+    return await prompt.ainvoke({{"messages": state.messages, "context": context}}, config)
+'''
+    diagnostics = lint_source(source)
+    assert [d.code for d in diagnostics] == ["PC401"] and "graph state field" in diagnostics[0].message
+
+
+def test_other_state_fields_and_other_receivers_are_not_sources():
+    assert found('''from langchain_core.prompts import ChatPromptTemplate
+
+SYSTEM = "You answer in {language}. Known: {known}"
+
+async def respond(state, cache, *, config):
+    prompt = ChatPromptTemplate.from_messages([("system", SYSTEM), ("placeholder", "{messages}")])
+    return await prompt.ainvoke({"messages": state.messages, "language": state.language,
+                                 "known": cache.documents}, config)
+''') == []

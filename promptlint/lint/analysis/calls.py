@@ -134,6 +134,10 @@ class Calls:
             return self._substitute(node, recv_val, args, kwargs, arg_taints)
         if method == "copy" or method == "model_copy":
             return recv_val
+        if method == "get" and args:
+            field_source = self.state_field(node.func.value, args[0].const, node, recv_val)
+            if field_source is not None:
+                return field_source
         if method in ("get", "pop", "setdefault") and recv_val.keys is not None and args and args[0].const in recv_val.keys:
             return recv_val.keys[args[0].const]
         taints = merge(recv_val.taints, arg_taints)

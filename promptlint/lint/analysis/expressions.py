@@ -134,6 +134,9 @@ class Expressions:
         if local is not None and local in self.env:
             return self.env[local]
         base = self.eval(node.value)
+        field_source = self.state_field(node.value, node.attr, node, base)
+        if field_source is not None:
+            return field_source
         origin = f"{base.origin}.{node.attr}" if base.origin else None
         if base.origin and base.origin.startswith("@"):
             found = self._instance_attr(base.origin, node.attr, node)
@@ -190,9 +193,23 @@ class Expressions:
             return found.module or self.m, found
         return None
 
+    def state_field(self, receiver: ast.AST, name, node: ast.AST, base: Val) -> Val | None:
+        """``state.retrieved_docs`` / ``state["memories"]``: a graph node reads what an earlier
+        node of this turn wrote into the run's state (retrieval, memory, the growing query list)."""
+        if not (isinstance(receiver, ast.Name) and receiver.id == "state" and isinstance(name, str)):
+            return None
+        spec = self.m.catalog.source_state_fields.get(name)
+        if spec is None:
+            return None
+        step = self.m.step(node, f"{spec.note}: graph state field `{name}`")
+        return Val(merge((Taint(spec.code, spec.label, (step,)),), base.taints), origin=f"state.{name}", node=node)
+
     def eval_Subscript(self, node: ast.Subscript) -> Val:
         base = self.eval(node.value)
         key = self.eval(node.slice)
+        field_source = self.state_field(node.value, key.const, node, base)
+        if field_source is not None:
+            return field_source
         if base.keys is not None and isinstance(key.const, str) and key.const in base.keys:
             return base.keys[key.const]
         if base.items is not None and isinstance(key.const, int) and -len(base.items) <= key.const < len(base.items):
