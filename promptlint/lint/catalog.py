@@ -166,6 +166,7 @@ class SourceSpec(NamedTuple):
     methods: tuple[str, ...] = ()
     params: tuple[str, ...] = ()
     state_fields: tuple[str, ...] = ()
+    store_methods: tuple[str, ...] = ()
     strings: tuple[str, ...] = ()
     max_args: int | None = None
     sortable: bool = False
@@ -307,6 +308,7 @@ class Catalog:
         self.source_methods = {m: s for s in self.sources for m in s.methods}
         self.source_params = {p: s for s in self.sources for p in s.params}
         self.source_state_fields = {f: s for s in self.sources for f in s.state_fields}
+        self.source_store_methods = {m: s for s in self.sources for m in s.store_methods}
         self.source_strings = PatternTable([(p, s) for s in self.sources for p in s.strings])
         self.sink_calls = PatternTable([(p, s) for s in self.sinks for p in s.callees])
         self.sink_shapes = [(sh, s) for s in self.sinks for sh in s.shapes]
@@ -447,7 +449,7 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
     for i, e in enumerate(data.get("sources") or []):
         where = f"{path}: sources[{i}]"
         _check_keys(e, {"id", "code", "label", "note", "calls", "attributes", "methods", "params", "strings", "max_args", "sortable",
-                       "rendered", "state_fields"}, where)
+                       "rendered", "state_fields", "store_methods"}, where)
         if e.get("code") not in codes:
             raise CatalogError(f"{where}: unknown code {e.get('code')!r}")
         if e.get("label") not in LABELS:
@@ -458,6 +460,7 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
             methods=_as_tuple(e.get("methods"), where, "methods"), params=_as_tuple(e.get("params"), where, "params"),
             strings=_as_tuple(e.get("strings"), where, "strings"), max_args=e.get("max_args"), sortable=bool(e.get("sortable", False)),
             rendered=bool(e.get("rendered", False)), state_fields=_as_tuple(e.get("state_fields"), where, "state_fields"),
+            store_methods=_as_tuple(e.get("store_methods"), where, "store_methods"),
         ))
     for i, e in enumerate(data.get("sinks") or []):
         where = f"{path}: sinks[{i}]"

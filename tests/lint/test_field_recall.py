@@ -136,3 +136,26 @@ async def respond(state, cache, *, config):
     return await prompt.ainvoke({"messages": state.messages, "language": state.language,
                                  "known": cache.documents}, config)
 ''') == []
+
+
+def test_a_memory_read_from_a_store_through_a_helper_is_per_turn():
+    source = '''def get_memory(store, namespace, default):
+    item = store.get(namespace, "profile")
+    return item.value if item else default
+
+
+def llm_call(state, store, llm):
+    prefs = get_memory(store, ("assistant", "prefs"), "none yet")
+    system = {"role": "system", "content": f"Follow these preferences: {prefs}"}
+    return llm.invoke([system] + state["messages"])
+'''
+    diagnostics = lint_source(source)
+    assert [(d.line, d.code) for d in diagnostics] == [(8, "PC401")]
+    assert "store.get" in diagnostics[0].message
+
+
+def test_get_on_an_object_that_is_not_a_store_is_not_a_source():
+    assert found('''def llm_call(state, settings, llm):
+    tone = settings.get("tone", "plain")
+    return llm.invoke([{"role": "system", "content": f"Answer in a {tone} tone."}] + state["messages"])
+''') == []

@@ -30,6 +30,13 @@ _SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "System
                    "SystemMessagePromptTemplate"}
 
 
+def _is_store(receiver: ast.AST) -> bool:
+    """``store``, ``self.memory_store``, ``runtime.store``: a key-value or memory store read by
+    name (LangGraph's BaseStore is passed to nodes as ``store``)."""
+    name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+    return name == "store" or name.endswith("_store")
+
+
 class Calls:
     """Call evaluation of ``FunctionAnalysis``."""
 
@@ -79,6 +86,10 @@ class Calls:
             located = merge(func.taints, *(a.taints for a in args), *(v.taints for v in kwargs.values()))
             return Val(tuple(t for t in located if not t.code.startswith("PC3")), origin=call_origin, node=node,
                        template=func.template or next((a.template for a in args if a.template is not None), None))
+        if isinstance(node.func, ast.Attribute) and _is_store(node.func.value):
+            spec = self.m.catalog.source_store_methods.get(node.func.attr)
+            if spec is not None:
+                return self._source_result(node, spec, node.func.attr, args, kwargs, receiver=func)
         if isinstance(node.func, ast.Attribute):
             spec = self.m.catalog.source_methods.get(node.func.attr)
             if spec is not None and not (origin and self._is_module_path(origin)):
