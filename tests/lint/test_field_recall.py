@@ -159,3 +159,12 @@ def test_get_on_an_object_that_is_not_a_store_is_not_a_source():
     tone = settings.get("tone", "plain")
     return llm.invoke([{"role": "system", "content": f"Answer in a {tone} tone."}] + state["messages"])
 ''') == []
+
+
+def test_user_memories_read_by_a_memory_manager_are_per_turn():
+    assert [code for _, code in found('''def get_system_message(agent, user_id):
+    system_message_content = "You are helpful."
+    for memory in agent.memory_manager.get_user_memories(user_id=user_id):
+        system_message_content += f"\\n- {memory.memory}"
+    return system_message_content
+''')] == ["PC401"]
