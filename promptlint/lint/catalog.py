@@ -305,7 +305,8 @@ class Catalog:
         """Build the lookup tables once all files are loaded."""
         self.source_calls = PatternTable([(p, s) for s in self.sources for p in s.calls])
         self.source_attrs = PatternTable([(p, s) for s in self.sources for p in s.attributes])
-        self.source_methods = {m: s for s in self.sources for m in s.methods}
+        self.source_methods = {m: s for s in self.sources for m in s.methods if not any(c in m for c in "*?[")}
+        self.source_method_globs = PatternTable([(m, s) for s in self.sources for m in s.methods if any(c in m for c in "*?[")])
         self.source_params = {p: s for s in self.sources for p in s.params}
         self.source_state_fields = {f: s for s in self.sources for f in s.state_fields}
         self.source_store_methods = {m: s for s in self.sources for m in s.store_methods}
@@ -371,6 +372,14 @@ class Catalog:
         self._import_regex = re.compile(
             r"^[ \t]*(?:from[ \t]+(%s)\b|import[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*(%s)\b)" % (roots, roots), re.MULTILINE)
         return self._token_regex(set().union(*self._tokens_by_root.values()))
+
+    def source_method(self, name: str) -> SourceSpec | None:
+        """The source a method of this name reads (``retrieve``, or a pattern: ``search_*``)."""
+        found = self.source_methods.get(name)
+        if found is None:
+            globbed = self.source_method_globs.match(name)
+            found = globbed[0] if globbed else None
+        return found
 
     def stable_layer_of(self, name: str) -> str | None:
         """The layer an identifier names (``build_system_prompt`` -> system prompt), if any."""

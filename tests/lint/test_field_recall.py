@@ -168,3 +168,28 @@ def test_user_memories_read_by_a_memory_manager_are_per_turn():
         system_message_content += f"\\n- {memory.memory}"
     return system_message_content
 ''')] == ["PC401"]
+
+
+def test_a_project_client_method_named_for_retrieval_is_per_turn():
+    source = '''class KnowledgeClient:
+    async def query_for_conversation(self, query):
+        return await self.http.post("/query", json={"q": query})
+
+
+class Agent:
+    async def build_messages(self, history):
+        client = KnowledgeClient()
+        found = await client.query_for_conversation(query=history[-1]["content"])
+        prompt = f"Be brief.\\nKnowledge base:\\n{found}"
+        return [{"role": "system", "content": prompt}] + history
+'''
+    assert [code for _, code in found(source)] == ["PC401"]
+
+
+def test_a_module_function_named_like_retrieval_is_not_a_source():
+    assert found('''import re
+
+def build_system_prompt(text):
+    match = re.search(r"name: (\\\\w+)", text)
+    return f"You are {match.group(1) if match else 'Al'}."
+''') == []

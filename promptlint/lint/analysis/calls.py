@@ -91,8 +91,11 @@ class Calls:
             if spec is not None:
                 return self._source_result(node, spec, node.func.attr, args, kwargs, receiver=func)
         if isinstance(node.func, ast.Attribute):
-            spec = self.m.catalog.source_methods.get(node.func.attr)
-            if spec is not None and not (origin and self._is_module_path(origin)):
+            spec = self.m.catalog.source_method(node.func.attr)
+            # A project method named for retrieval is one too (`client.query_for_conversation`
+            # posts the query to a server); a module's function (`re.search`) is not.
+            method_of_class = func.func is not None and func.func.cls is not None
+            if spec is not None and (method_of_class or not (origin and self._is_module_path(origin))):
                 return self._source_result(node, spec, node.func.attr, args, kwargs, receiver=func)
         # 2. sanitizers and serializers
         arg_taints = merge(*(a.taints for a in args), *(v.taints for v in kwargs.values()), *(s.taints for s in splat))
