@@ -166,6 +166,7 @@ class SourceSpec(NamedTuple):
     methods: tuple[str, ...] = ()
     params: tuple[str, ...] = ()
     state_fields: tuple[str, ...] = ()
+    fields: tuple[str, ...] = ()
     store_methods: tuple[str, ...] = ()
     strings: tuple[str, ...] = ()
     max_args: int | None = None
@@ -309,6 +310,7 @@ class Catalog:
         self.source_method_globs = PatternTable([(m, s) for s in self.sources for m in s.methods if any(c in m for c in "*?[")])
         self.source_params = {p: s for s in self.sources for p in s.params}
         self.source_state_fields = {f: s for s in self.sources for f in s.state_fields}
+        self.source_fields = {f: s for s in self.sources for f in s.fields}
         self.source_store_methods = {m: s for s in self.sources for m in s.store_methods}
         self.source_strings = PatternTable([(p, s) for s in self.sources for p in s.strings])
         self.sink_calls = PatternTable([(p, s) for s in self.sinks for p in s.callees])
@@ -458,7 +460,7 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
     for i, e in enumerate(data.get("sources") or []):
         where = f"{path}: sources[{i}]"
         _check_keys(e, {"id", "code", "label", "note", "calls", "attributes", "methods", "params", "strings", "max_args", "sortable",
-                       "rendered", "state_fields", "store_methods"}, where)
+                       "rendered", "state_fields", "store_methods", "fields"}, where)
         if e.get("code") not in codes:
             raise CatalogError(f"{where}: unknown code {e.get('code')!r}")
         if e.get("label") not in LABELS:
@@ -470,6 +472,7 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
             strings=_as_tuple(e.get("strings"), where, "strings"), max_args=e.get("max_args"), sortable=bool(e.get("sortable", False)),
             rendered=bool(e.get("rendered", False)), state_fields=_as_tuple(e.get("state_fields"), where, "state_fields"),
             store_methods=_as_tuple(e.get("store_methods"), where, "store_methods"),
+            fields=_as_tuple(e.get("fields"), where, "fields"),
         ))
     for i, e in enumerate(data.get("sinks") or []):
         where = f"{path}: sinks[{i}]"

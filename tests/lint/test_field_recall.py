@@ -193,3 +193,16 @@ def build_system_prompt(text):
     match = re.search(r"name: (\\\\w+)", text)
     return f"You are {match.group(1) if match else 'Al'}."
 ''') == []
+
+
+def test_the_token_usage_of_an_earlier_call_is_per_turn():
+    assert [code for _, code in found('''import json
+
+class Runner:
+    def _render_system_prompt(self):
+        blocks = [self.base]
+        last = self.log.last_event()
+        if last is not None:
+            blocks.append(f"<usage>{json.dumps(last.payload['usage'], sort_keys=True)}</usage>")
+        return "\\\\n".join(blocks)
+''')] == ["PC401"]

@@ -195,13 +195,18 @@ class Expressions:
 
     def state_field(self, receiver: ast.AST, name, node: ast.AST, base: Val) -> Val | None:
         """``state.retrieved_docs`` / ``state["memories"]``: a graph node reads what an earlier
-        node of this turn wrote into the run's state (retrieval, memory, the growing query list)."""
-        if not (isinstance(receiver, ast.Name) and receiver.id == "state" and isinstance(name, str)):
+        node of this turn wrote into the run's state (retrieval, memory, the growing query list);
+        ``response.usage``: a field that is per request on any object."""
+        if not isinstance(name, str):
             return None
-        spec = self.m.catalog.source_state_fields.get(name)
+        spec = self.m.catalog.source_fields.get(name)
+        what = "field"
+        if spec is None and isinstance(receiver, ast.Name) and receiver.id == "state":
+            spec = self.m.catalog.source_state_fields.get(name)
+            what = "graph state field"
         if spec is None:
             return None
-        step = self.m.step(node, f"{spec.note}: graph state field `{name}`")
+        step = self.m.step(node, f"{spec.note}: {what} `{name}`")
         return Val(merge((Taint(spec.code, spec.label, (step,)),), base.taints), origin=f"state.{name}", node=node)
 
     def eval_Subscript(self, node: ast.Subscript) -> Val:
