@@ -167,7 +167,7 @@ class SourceSpec(NamedTuple):
     params: tuple[str, ...] = ()
     state_fields: tuple[str, ...] = ()
     fields: tuple[str, ...] = ()
-    store_methods: tuple[str, ...] = ()
+    receiver_methods: tuple[tuple[str, tuple[str, ...]], ...] = ()
     strings: tuple[str, ...] = ()
     max_args: int | None = None
     sortable: bool = False
@@ -311,7 +311,8 @@ class Catalog:
         self.source_params = {p: s for s in self.sources for p in s.params}
         self.source_state_fields = {f: s for s in self.sources for f in s.state_fields}
         self.source_fields = {f: s for s in self.sources for f in s.fields}
-        self.source_store_methods = {m: s for s in self.sources for m in s.store_methods}
+        self.source_receiver_methods = PatternTable([(f"{receiver}.{m}", s) for s in self.sources
+                                                     for receiver, methods in s.receiver_methods for m in methods])
         self.source_strings = PatternTable([(p, s) for s in self.sources for p in s.strings])
         self.sink_calls = PatternTable([(p, s) for s in self.sinks for p in s.callees])
         self.sink_shapes = [(sh, s) for s in self.sinks for sh in s.shapes]
@@ -434,6 +435,14 @@ def _conditions(raw, where: str) -> tuple[Condition, ...]:
     return tuple(out)
 
 
+def _receiver_methods(raw, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{where}: 'receiver_methods' must map receiver names to method lists")
+    return tuple((str(k), _as_tuple(v, where, f"receiver_methods.{k}")) for k, v in raw.items())
+
+
 def _check_keys(entry: dict, allowed: set[str], where: str) -> None:
     if not isinstance(entry, dict):
         raise CatalogError(f"{where}: expected a mapping")
@@ -460,7 +469,7 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
     for i, e in enumerate(data.get("sources") or []):
         where = f"{path}: sources[{i}]"
         _check_keys(e, {"id", "code", "label", "note", "calls", "attributes", "methods", "params", "strings", "max_args", "sortable",
-                       "rendered", "state_fields", "store_methods", "fields"}, where)
+                       "rendered", "state_fields", "receiver_methods", "fields"}, where)
         if e.get("code") not in codes:
             raise CatalogError(f"{where}: unknown code {e.get('code')!r}")
         if e.get("label") not in LABELS:
@@ -471,7 +480,7 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
             methods=_as_tuple(e.get("methods"), where, "methods"), params=_as_tuple(e.get("params"), where, "params"),
             strings=_as_tuple(e.get("strings"), where, "strings"), max_args=e.get("max_args"), sortable=bool(e.get("sortable", False)),
             rendered=bool(e.get("rendered", False)), state_fields=_as_tuple(e.get("state_fields"), where, "state_fields"),
-            store_methods=_as_tuple(e.get("store_methods"), where, "store_methods"),
+            receiver_methods=_receiver_methods(e.get("receiver_methods"), where),
             fields=_as_tuple(e.get("fields"), where, "fields"),
         ))
     for i, e in enumerate(data.get("sinks") or []):

@@ -206,3 +206,11 @@ class Runner:
             blocks.append(f"<usage>{json.dumps(last.payload['usage'], sort_keys=True)}</usage>")
         return "\\\\n".join(blocks)
 ''')] == ["PC401"]
+
+
+def test_live_home_assistant_entity_states_are_per_turn():
+    assert [code for _, code in found('''class Agent:
+    def _build_system_prompt(self):
+        lines = [f"{s.entity_id}: {s.state}" for s in self.hass.states.async_all()]
+        return "Devices:\\\\n" + "\\\\n".join(sorted(lines))
+''')] == ["PC401"]

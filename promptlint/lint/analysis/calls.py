@@ -30,13 +30,6 @@ _SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "System
                    "SystemMessagePromptTemplate"}
 
 
-def _is_store(receiver: ast.AST) -> bool:
-    """``store``, ``self.memory_store``, ``runtime.store``: a key-value or memory store read by
-    name (LangGraph's BaseStore is passed to nodes as ``store``)."""
-    name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
-    return name == "store" or name.endswith("_store")
-
-
 class Calls:
     """Call evaluation of ``FunctionAnalysis``."""
 
@@ -86,10 +79,12 @@ class Calls:
             located = merge(func.taints, *(a.taints for a in args), *(v.taints for v in kwargs.values()))
             return Val(tuple(t for t in located if not t.code.startswith("PC3")), origin=call_origin, node=node,
                        template=func.template or next((a.template for a in args if a.template is not None), None))
-        if isinstance(node.func, ast.Attribute) and _is_store(node.func.value):
-            spec = self.m.catalog.source_store_methods.get(node.func.attr)
-            if spec is not None:
-                return self._source_result(node, spec, node.func.attr, args, kwargs, receiver=func)
+        if isinstance(node.func, ast.Attribute):
+            receiver = node.func.value
+            name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+            specs = self.m.catalog.source_receiver_methods.match(f"{name}.{node.func.attr}") if name else []
+            if specs:
+                return self._source_result(node, specs[0], node.func.attr, args, kwargs, receiver=func)
         if isinstance(node.func, ast.Attribute):
             spec = self.m.catalog.source_method(node.func.attr)
             # A project method named for retrieval is one too (`client.query_for_conversation`
