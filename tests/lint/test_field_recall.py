@@ -214,3 +214,14 @@ def test_live_home_assistant_entity_states_are_per_turn():
         lines = [f"{s.entity_id}: {s.state}" for s in self.hass.states.async_all()]
         return "Devices:\\\\n" + "\\\\n".join(sorted(lines))
 ''')] == ["PC401"]
+
+
+def test_examples_shuffled_in_place_carry_the_randomness():
+    diagnostics = lint_source('''import random
+
+def build_system_prompt(examples):
+    chosen = list(examples)
+    random.shuffle(chosen)
+    return "Examples:\\\\n" + "\\\\n".join(chosen[:4])
+''')
+    assert [(d.line, d.code) for d in diagnostics] == [(6, "PC201")] and "random.shuffle" in diagnostics[0].message

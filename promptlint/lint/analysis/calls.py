@@ -74,7 +74,10 @@ class Calls:
             for spec in self.m.catalog.source_calls.match(origin):
                 if spec.max_args is not None and len(node.args) > spec.max_args:
                     continue
-                return self._source_result(node, spec, origin, args, kwargs)
+                result = self._source_result(node, spec, origin, args, kwargs)
+                if origin.endswith(".shuffle") and node.args:  # `random.shuffle(examples)`: in place
+                    self._update_container(node.args[0], Val(result.taints, origin=args[0].origin, node=args[0].node))
+                return result
         if origin in _CONTENT_READERS or (isinstance(node.func, ast.Attribute) and node.func.attr in _CONTENT_METHODS):
             located = merge(func.taints, *(a.taints for a in args), *(v.taints for v in kwargs.values()))
             return Val(tuple(t for t in located if not t.code.startswith("PC3")), origin=call_origin, node=node,
