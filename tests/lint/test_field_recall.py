@@ -225,3 +225,24 @@ def build_system_prompt(examples):
     return "Examples:\\\\n" + "\\\\n".join(chosen[:4])
 ''')
     assert [(d.line, d.code) for d in diagnostics] == [(6, "PC201")] and "random.shuffle" in diagnostics[0].message
+
+
+def test_a_code_block_in_a_system_message_set_at_import_is_rendered_each_time():
+    diagnostics = lint_source('''from interpreter import interpreter
+
+interpreter.system_message = """You control the computer.
+{{
+import pywinctl
+window = pywinctl.getActiveWindow()
+print("Active window: " + (window.title if window else "none"))
+}}
+"""
+''')
+    assert [(d.line, d.code) for d in diagnostics] == [(4, "PC301")] and "getActiveWindow" in diagnostics[0].message
+
+
+def test_a_constant_system_message_set_at_import_is_clean():
+    assert found('''from interpreter import interpreter
+
+interpreter.system_message = "You control the computer. Today is {date}."
+''') == []

@@ -15,13 +15,15 @@ _TURN_TEXT_ATTRS = {"text", "content", "message", "messages", "query", "input", 
 _FILE_TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2", ".yaml", ".yml", ".txt", ".md", ".prompt", ".tmpl")
 _JINJA_VOLATILE = re.compile(
     r"(\{\{|\{%)[^}]*?\b(now|utcnow|today|datetime|time\.time|timestamp|uuid\d?|random|randint|choice|shuffle|"
-    r"getpid|hostname|getcwd|environ|getenv)\b[^}]*?(\}\}|%\})"
+    r"getpid|hostname|getcwd|environ|getenv|getActiveWindow|getActiveWindowTitle|getAllTitles)\b[^}]*?(\}\}|%\})"
 )
 _JINJA_CODES = {
     "now": "PC101", "utcnow": "PC101", "today": "PC101", "datetime": "PC101", "time.time": "PC101",
     "timestamp": "PC101", "uuid": "PC201", "uuid4": "PC201", "uuid1": "PC201", "random": "PC201",
     "randint": "PC201", "choice": "PC201", "shuffle": "PC201", "getpid": "PC301", "hostname": "PC301",
     "getcwd": "PC301", "environ": "PC302", "getenv": "PC302",
+    # Code blocks a host executes on every render (open-interpreter's `{{ }}`): the focused window.
+    "getActiveWindow": "PC301", "getActiveWindowTitle": "PC301", "getAllTitles": "PC301",
 }
 
 
@@ -71,7 +73,9 @@ class Expressions:
             code = _JINJA_CODES.get(match.group(2), "PC101")
             line = first_line + text.count("\n", 0, match.start())
             col = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
-            step = TraceStep(path, line, col, f"template expression `{match.group(0)}`")
+            shown = " ".join(match.group(0).split()).replace(": ", ":")  # one short line; ": " splits notes
+            shown = shown if len(shown) <= 60 else f"{match.group(1)} … {match.group(2)} … {match.group(3)}"
+            step = TraceStep(path, line, col, f"template expression `{shown}`")
             taints.append(Taint(code, "volatile", (step,), report_at=step))
         return taints
 
