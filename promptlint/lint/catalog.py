@@ -166,9 +166,13 @@ class SourceSpec(NamedTuple):
     attributes: tuple[str, ...] = ()
     methods: tuple[str, ...] = ()
     params: tuple[str, ...] = ()
+    state_fields: tuple[str, ...] = ()
+    fields: tuple[str, ...] = ()
+    receiver_methods: tuple[tuple[str, tuple[str, ...]], ...] = ()
     strings: tuple[str, ...] = ()
     max_args: int | None = None
     sortable: bool = False
+    rendered: bool = False
 
 
 class ArgSpec(NamedTuple):
@@ -212,7 +216,10 @@ class DecoratorSpec(NamedTuple):
 
 
 class CheckSpec(NamedTuple):
-    """A framework option that makes a stable layer volatile by design (PC6xx)."""
+    """A framework option that makes a stable layer volatile by design.
+
+    With a ``layer``, the option puts a source of the code's family (PC101 time, PC401
+    memory) into that framework-built layer; ``reference`` cites the framework's code."""
 
     code: str
     callees: tuple[str, ...] = ()
@@ -220,6 +227,8 @@ class CheckSpec(NamedTuple):
     imports: tuple[str, ...] = ()
     when: tuple[Condition, ...] = ()
     detail: str = ""
+    layer: str = ""
+    reference: str = ""
 
 
 class StableNameSpec(NamedTuple):
@@ -304,8 +313,13 @@ class Catalog:
         """Build the lookup tables once all files are loaded."""
         self.source_calls = PatternTable([(p, s) for s in self.sources for p in s.calls])
         self.source_attrs = PatternTable([(p, s) for s in self.sources for p in s.attributes])
-        self.source_methods = {m: s for s in self.sources for m in s.methods}
+        self.source_methods = {m: s for s in self.sources for m in s.methods if not any(c in m for c in "*?[")}
+        self.source_method_globs = PatternTable([(m, s) for s in self.sources for m in s.methods if any(c in m for c in "*?[")])
         self.source_params = {p: s for s in self.sources for p in s.params}
+        self.source_state_fields = {f: s for s in self.sources for f in s.state_fields}
+        self.source_fields = {f: s for s in self.sources for f in s.fields}
+        self.source_receiver_methods = PatternTable([(f"{receiver}.{m}", s) for s in self.sources
+                                                     for receiver, methods in s.receiver_methods for m in methods])
         self.source_strings = PatternTable([(p, s) for s in self.sources for p in s.strings])
         self.sink_calls = PatternTable([(p, s) for s in self.sinks for p in s.callees])
         self.sink_shapes = [(sh, s) for s in self.sinks for sh in s.shapes]
@@ -369,6 +383,14 @@ class Catalog:
             r"^[ \t]*(?:from[ \t]+(%s)\b|import[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*(%s)\b)" % (roots, roots), re.MULTILINE)
         return self._token_regex(set().union(*self._tokens_by_root.values()))
 
+    def source_method(self, name: str) -> SourceSpec | None:
+        """The source a method of this name reads (``retrieve``, or a pattern: ``search_*``)."""
+        found = self.source_methods.get(name)
+        if found is None:
+            globbed = self.source_method_globs.match(name)
+            found = globbed[0] if globbed else None
+        return found
+
     def stable_layer_of(self, name: str) -> str | None:
         """The layer an identifier names (``build_system_prompt`` -> system prompt), if any."""
         for regex, layer in self._stable_layers:
@@ -420,6 +442,14 @@ def _conditions(raw, where: str) -> tuple[Condition, ...]:
     return tuple(out)
 
 
+def _receiver_methods(raw, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{where}: 'receiver_methods' must map receiver names to method lists")
+    return tuple((str(k), _as_tuple(v, where, f"receiver_methods.{k}")) for k, v in raw.items())
+
+
 def _check_keys(entry: dict, allowed: set[str], where: str) -> None:
     if not isinstance(entry, dict):
         raise CatalogError(f"{where}: expected a mapping")
@@ -445,7 +475,8 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
                            f"this promptlint reads version {RULE_FILE_VERSION}")
     for i, e in enumerate(data.get("sources") or []):
         where = f"{path}: sources[{i}]"
-        _check_keys(e, {"id", "code", "label", "note", "calls", "attributes", "methods", "params", "strings", "max_args", "sortable"}, where)
+        _check_keys(e, {"id", "code", "label", "note", "calls", "attributes", "methods", "params", "strings", "max_args", "sortable",
+                       "rendered", "state_fields", "receiver_methods", "fields"}, where)
         if e.get("code") not in codes:
             raise CatalogError(f"{where}: unknown code {e.get('code')!r}")
         if e.get("label") not in LABELS:
@@ -455,6 +486,9 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
             calls=_as_tuple(e.get("calls"), where, "calls"), attributes=_as_tuple(e.get("attributes"), where, "attributes"),
             methods=_as_tuple(e.get("methods"), where, "methods"), params=_as_tuple(e.get("params"), where, "params"),
             strings=_as_tuple(e.get("strings"), where, "strings"), max_args=e.get("max_args"), sortable=bool(e.get("sortable", False)),
+            rendered=bool(e.get("rendered", False)), state_fields=_as_tuple(e.get("state_fields"), where, "state_fields"),
+            receiver_methods=_receiver_methods(e.get("receiver_methods"), where),
+            fields=_as_tuple(e.get("fields"), where, "fields"),
         ))
     for i, e in enumerate(data.get("sinks") or []):
         where = f"{path}: sinks[{i}]"
@@ -489,12 +523,15 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
         ))
     for i, e in enumerate(data.get("checks") or []):
         where = f"{path}: checks[{i}]"
-        _check_keys(e, {"code", "callees", "shapes", "imports", "when", "detail"}, where)
+        _check_keys(e, {"code", "callees", "shapes", "imports", "when", "detail", "layer", "reference"}, where)
         if e.get("code") not in codes:
             raise CatalogError(f"{where}: unknown code {e.get('code')!r}")
+        if not e["code"].startswith("PC6") and not (e.get("layer") and e.get("detail")):
+            raise CatalogError(f"{where}: a check reporting a source family ({e['code']}) needs 'layer' and 'detail'")
         catalog.checks.append(CheckSpec(
             code=e["code"], callees=_as_tuple(e.get("callees"), where, "callees"), shapes=_as_tuple(e.get("shapes"), where, "shapes"),
             imports=_as_tuple(e.get("imports"), where, "imports"), when=_conditions(e.get("when"), where), detail=str(e.get("detail", "")),
+            layer=str(e.get("layer", "")), reference=str(e.get("reference", "")),
         ))
     for i, e in enumerate(data.get("sanitizers") or []):
         where = f"{path}: sanitizers[{i}]"

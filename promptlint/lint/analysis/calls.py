@@ -123,23 +123,32 @@ class Calls:
             for spec in self.m.catalog.source_calls.match(origin):
                 if spec.max_args is not None and len(node.args) > spec.max_args:
                     continue
-                return self._source_result(node, spec, origin, args, kwargs)
+                result = self._source_result(node, spec, origin, args, kwargs)
+                if origin.endswith(".shuffle") and node.args:  # `random.shuffle(examples)`: in place
+                    self._update_container(node.args[0], Val(result.taints, origin=args[0].origin, node=args[0].node))
+                return result
         if origin in _CONTENT_READERS or (isinstance(node.func, ast.Attribute) and node.func.attr in _CONTENT_METHODS):
             located = merge(func.taints, *(a.taints for a in args), *(v.taints for v in kwargs.values()))
             content = tuple(t._replace(code=LOCATED) if t.param >= 0 else t for t in located if not t.code.startswith("PC3"))
             return Val(content, origin=call_origin, node=node,
                        template=func.template or next((a.template for a in args if a.template is not None), None))
         if isinstance(node.func, ast.Attribute):
-            spec = self.m.catalog.source_methods.get(node.func.attr)
-            # `re.search(...)` is a module's function; `client.search(...)` on an instance of a
-            # project class (resolved to its method) is still a retrieval.
+            receiver = node.func.value
+            name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+            specs = self.m.catalog.source_receiver_methods.match(f"{name}.{node.func.attr}") if name else []
+            if specs:
+                return self._source_result(node, specs[0], node.func.attr, args, kwargs, receiver=func)
+        if isinstance(node.func, ast.Attribute):
+            spec = self.m.catalog.source_method(node.func.attr)
+            # A project method named for retrieval is one too (`client.query_for_conversation`
+            # posts the query to a server); a module's function (`re.search`) is not.
             method_of_class = func.func is not None and func.func.cls is not None
-            if spec is not None and not (origin and self._is_module_path(origin) and not method_of_class):
+            if spec is not None and (method_of_class or not (origin and self._is_module_path(origin))):
                 return self._source_result(node, spec, node.func.attr, args, kwargs, receiver=func)
         if isinstance(node.func, ast.Name):
             # The project's own `search_memories(...)`/`retrieve(...)` function: what it returns is
             # the per-turn content (the query it is given only selects it).
-            spec = self.m.catalog.source_methods.get(node.func.id)
+            spec = self.m.catalog.source_method(node.func.id)
             if spec is not None and spec.label == "volatile" and (func.func is not None or (
                     origin and isinstance(self.m.resolve_function(origin.lstrip("@")), FunctionRef))):
                 return self._source_result(node, spec, node.func.id, args, kwargs)
@@ -153,6 +162,8 @@ class Calls:
             serializer = self.m.catalog.serializer_calls.get(origin)
             if serializer is not None:
                 return self._serialize(node, serializer, args, kwargs)
+            if origin == "builtins.reversed" and args and args[0].items is not None:
+                return Val(args[0].taints, items=args[0].items[::-1], node=node)  # the last message now leads
             if origin in _ORDERED_CONSUMERS and args:
                 consumed = tuple(self._consumed(t, node.args[0]) if t.label == "unordered" else t for t in args[0].taints)
                 return Val(merge(consumed), items=args[0].items, node=node)
@@ -178,6 +189,10 @@ class Calls:
         if method == "join" and args:
             consumed = tuple(self._consumed(t, node.args[0]) if t.label == "unordered" else t for t in args[0].taints)
             return Val(merge(recv_val.taints, consumed), node=node)
+        if method == "reverse" and not args and recv_val.items is not None and isinstance(node.func, ast.Attribute):
+            self._update_container(node.func.value, Val(recv_val.taints, origin=recv_val.origin, items=recv_val.items[::-1],
+                                                        node=recv_val.node))
+            return Val(node=node)
         if method == "sort" and isinstance(node.func, ast.Attribute):  # `parts.sort()`: ordered in place
             self._update_container(node.func.value, recv_val.keep(lambda t: t.label != "unordered"))
             return Val(node=node)
@@ -188,6 +203,10 @@ class Calls:
             return self._substitute(node, recv_val, args, kwargs, arg_taints)
         if method == "copy" or method == "model_copy":
             return recv_val
+        if method == "get" and args:
+            field_source = self.state_field(node.func.value, args[0].const, node, recv_val)
+            if field_source is not None:
+                return field_source
         if method in ("get", "pop", "setdefault") and recv_val.keys is not None and args and args[0].const in recv_val.keys:
             return recv_val.keys[args[0].const]
         taints = merge(recv_val.taints, arg_taints)

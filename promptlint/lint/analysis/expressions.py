@@ -15,13 +15,15 @@ _TURN_TEXT_ATTRS = {"text", "content", "message", "messages", "query", "input", 
 _FILE_TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2", ".yaml", ".yml", ".txt", ".md", ".prompt", ".tmpl")
 _JINJA_VOLATILE = re.compile(
     r"(\{\{|\{%)[^}]*?\b(now|utcnow|today|datetime|time\.time|timestamp|uuid\d?|random|randint|choice|shuffle|"
-    r"getpid|hostname|getcwd|environ|getenv)\b[^}]*?(\}\}|%\})"
+    r"getpid|hostname|getcwd|environ|getenv|getActiveWindow|getActiveWindowTitle|getAllTitles)\b[^}]*?(\}\}|%\})"
 )
 _JINJA_CODES = {
     "now": "PC101", "utcnow": "PC101", "today": "PC101", "datetime": "PC101", "time.time": "PC101",
     "timestamp": "PC101", "uuid": "PC201", "uuid4": "PC201", "uuid1": "PC201", "random": "PC201",
     "randint": "PC201", "choice": "PC201", "shuffle": "PC201", "getpid": "PC301", "hostname": "PC301",
     "getcwd": "PC301", "environ": "PC302", "getenv": "PC302",
+    # Code blocks a host executes on every render (open-interpreter's `{{ }}`): the focused window.
+    "getActiveWindow": "PC301", "getActiveWindowTitle": "PC301", "getAllTitles": "PC301",
 }
 
 
@@ -71,7 +73,9 @@ class Expressions:
             code = _JINJA_CODES.get(match.group(2), "PC101")
             line = first_line + text.count("\n", 0, match.start())
             col = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
-            step = TraceStep(path, line, col, f"template expression `{match.group(0)}`")
+            shown = " ".join(match.group(0).split()).replace(": ", ":")  # one short line; ": " splits notes
+            shown = shown if len(shown) <= 60 else f"{match.group(1)} … {match.group(2)} … {match.group(3)}"
+            step = TraceStep(path, line, col, f"template expression `{shown}`")
             taints.append(Taint(code, "volatile", (step,), report_at=step))
         return taints
 
@@ -115,7 +119,10 @@ class Expressions:
         specs = self.m.catalog.source_attrs.match(qual)
         if specs:
             spec = specs[0]
-            taints = (Taint(spec.code, spec.label, (self.m.step(node, f"{spec.note}: `{qual}`"),)),)
+            step = self.m.step(node, f"{spec.note}: `{qual}`")
+            # A library's template constant: its clock is read each time the host renders it,
+            # however long the constant itself has lived (like a template expression).
+            taints = (Taint(spec.code, spec.label, (step,), report_at=step if spec.rendered else None),)
         elif self.m.project is not None and isinstance(node, ast.Name):
             # A constant of another project module (prompt templates live in prompts.py/const.py):
             # computed at its import, so only orderings and template expressions still vary.
@@ -131,6 +138,9 @@ class Expressions:
         if local is not None and local in self.env:
             return self.env[local]
         base = self.eval(node.value)
+        field_source = self.state_field(node.value, node.attr, node, base)
+        if field_source is not None:
+            return field_source
         origin = f"{base.origin}.{node.attr}" if base.origin else None
         if base.keys is not None and node.attr in base.keys:  # a field this instance was built with
             return base.keys[node.attr]
@@ -191,9 +201,28 @@ class Expressions:
             return found.module or self.m, found
         return None
 
+    def state_field(self, receiver: ast.AST, name, node: ast.AST, base: Val) -> Val | None:
+        """``state.retrieved_docs`` / ``state["memories"]``: a graph node reads what an earlier
+        node of this turn wrote into the run's state (retrieval, memory, the growing query list);
+        ``response.usage``: a field that is per request on any object."""
+        if not isinstance(name, str):
+            return None
+        spec = self.m.catalog.source_fields.get(name)
+        what = "field"
+        if spec is None and isinstance(receiver, ast.Name) and receiver.id == "state":
+            spec = self.m.catalog.source_state_fields.get(name)
+            what = "graph state field"
+        if spec is None:
+            return None
+        step = self.m.step(node, f"{spec.note}: {what} `{name}`")
+        return Val(merge((Taint(spec.code, spec.label, (step,)),), base.taints), origin=f"state.{name}", node=node)
+
     def eval_Subscript(self, node: ast.Subscript) -> Val:
         base = self.eval(node.value)
         key = self.eval(node.slice)
+        field_source = self.state_field(node.value, key.const, node, base)
+        if field_source is not None:
+            return field_source
         if base.keys is not None and isinstance(key.const, str) and key.const in base.keys:
             return base.keys[key.const]
         if base.items is not None and isinstance(key.const, int) and -len(base.items) <= key.const < len(base.items):
@@ -201,6 +230,10 @@ class Expressions:
         taints = base.taints
         if isinstance(node.slice, ast.Slice):
             items = base.items
+            step = node.slice.step
+            if (items is not None and step is not None and ast.unparse(step) == "-1"
+                    and node.slice.lower is None and node.slice.upper is None):
+                items = items[::-1]  # `messages[::-1]`: a system message appended last now leads
             return Val(taints, items=items, node=node, template=base.template)
         # The key selects, it does not become the value: `cache[id(obj)]` is not an id.
         return Val(taints, node=node,

@@ -274,7 +274,9 @@ class ModuleAnalysis:
             name=doc.name, message=message, severity=doc.severity, trace=steps, fix=fix,
         ))
 
-    def emit_check(self, code: str, node: ast.AST, detail: str) -> None:
+    def emit_check(self, code: str, node: ast.AST, detail: str, layer: str = "") -> None:
+        """Report a framework option; with a ``layer``, the framework puts a source of
+        ``code``'s family into that layer itself (the option is where the flow starts)."""
         if not self.report:
             return
         doc = self.catalog_docs().get(code)
@@ -288,7 +290,8 @@ class ModuleAnalysis:
         self.diagnostics.append(Diagnostic(
             path=self.path, line=node.lineno, column=self.column(node.lineno, node.col_offset), end_line=end_line,
             end_column=self.column(end_line, getattr(node, "end_col_offset", 0) or 0), code=code, name=doc.name,
-            message=doc.summary.format(detail=detail, sink=""), severity=doc.severity,
+            message=f"{doc.summary.format(sink=layer)}: {detail}" if layer else doc.summary.format(detail=detail, sink=""),
+            severity=doc.severity,
             trace=(self.step(node, detail),),
         ))
 

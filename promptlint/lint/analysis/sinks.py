@@ -32,7 +32,7 @@ class Sinks:
             if all(self._condition(c, kwargs) for c in check.when):
                 # Point at the offending keyword when the check is about one (inject_date=...).
                 at = next((k.value for c in check.when if c.op != "missing" for k in node.keywords if k.arg == c.keyword), node)
-                self.m.emit_check(check.code, at, check.detail or origin)
+                self.m.emit_check(check.code, at, check.detail or origin, check.layer)
         if specs and specs[0].id == "anthropic-messages":
             self._count_breakpoints(node, kwargs)
 

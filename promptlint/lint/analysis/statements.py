@@ -294,9 +294,15 @@ class Statements:
                 stored = val.keep(lambda t: t.param < 0 and (not self.frozen or frozen_ok(t)))
                 old = self.cls.attrs.get(target.attr)
                 self.cls.attrs[target.attr] = join(old, stored) if old is not None else stored
+            shown = f"self.{target.attr}" if isinstance(target.value, ast.Name) else target.attr
             if not self.frozen and self.ref is not None:
-                self.check_stable_target(target.attr, f"self.{target.attr}" if isinstance(target.value, ast.Name) else target.attr,
-                                         val, target)
+                self.check_stable_target(target.attr, shown, val, target)
+            elif self.ref is None and self.cls is None:
+                # Set once at import (`agent.system_message = """..."""`), but a template
+                # expression inside is evaluated each time the host renders the message.
+                rendered = val.keep(lambda t: t.report_at is not None)
+                if rendered.taints:
+                    self.check_stable_target(target.attr, self.m.snippet(target), rendered, target)
         elif isinstance(target, ast.Subscript):
             container = self.eval(target.value)
             key = self.eval(target.slice)

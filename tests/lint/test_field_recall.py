@@ -1,0 +1,248 @@
+"""Recall patterns from the field corpus (issue 14), each reduced to a small example written for
+this suite: frameworks that put a source into the system message themselves, time read through
+helpers and library constants, retrieval and memory read back each turn."""
+
+from __future__ import annotations
+
+import pytest
+
+from promptlint.lint.engine import lint_source
+
+
+def found(source: str) -> list[tuple[int, str]]:
+    return sorted((d.line, d.code) for d in lint_source(source))
+
+
+# ------------------------------------------------------------ framework flags
+@pytest.mark.parametrize("flag, code", [
+    ("add_datetime_to_instructions=True", "PC101"),
+    ("add_datetime_to_context=True", "PC101"),
+    ("add_memories_to_context=True", "PC401"),
+    ("enable_agentic_memory=True", "PC401"),
+    ("enable_user_memories=True", "PC401"),
+])
+def test_an_agno_flag_that_fills_the_system_message_is_reported_at_the_keyword(flag, code):
+    source = f'''from agno.agent import Agent
+
+def make_agent(model):
+    return Agent(
+        model=model,
+        instructions="Answer briefly.",
+        {flag},
+    )
+'''
+    diagnostics = lint_source(source)
+    assert [(d.line, d.code) for d in diagnostics] == [(7, code)]
+    assert "agno system message" in diagnostics[0].message and flag.split("=")[0] in diagnostics[0].message
+
+
+def test_agno_flags_off_or_memories_explicitly_left_out_are_clean():
+    assert found('''from agno.agent import Agent
+
+agent = Agent(add_datetime_to_context=False, enable_agentic_memory=True, add_memories_to_context=False)
+''') == []
+
+
+# ------------------------------------------------------------ a late system message reversed to the front
+@pytest.mark.parametrize("order", ["messages[::-1]", "list(reversed(messages))", None])
+def test_a_system_message_appended_last_leads_once_the_list_is_reversed(order):
+    sent = order or "messages"
+    source = f'''import openai
+from datetime import datetime
+
+async def reply(client: openai.AsyncOpenAI, newest_first, template):
+    messages = [dict(role="user", content=newest_first)]
+    now = datetime.now()
+    messages.append(dict(role="system", content=template.replace("{{time}}", now.strftime("%H:%M"))))
+    return await client.chat.completions.create(model="m", messages={sent})
+'''
+    # Not reversed, the system message sits after the history: volatile by position, no finding.
+    assert [code for _, code in found(source)] == (["PC101"] if order else [])
+
+
+def test_reverse_in_place_moves_the_system_message_first():
+    assert [code for _, code in found('''import openai
+import time
+
+def ask(client: openai.OpenAI, text):
+    messages = [{"role": "user", "content": text}]
+    messages.append({"role": "system", "content": f"Epoch {time.time()}"})
+    messages.reverse()
+    return client.chat.completions.create(model="m", messages=messages)
+''')] == ["PC101"]
+
+
+# ------------------------------------------------------------ time through helpers and library constants
+@pytest.mark.parametrize("imports, call", [
+    ("from homeassistant.util import dt as dt_util", "dt_util.now()"),
+    ("from django.utils import timezone", "timezone.localtime()"),
+    ("import pendulum", "pendulum.now()"),
+    ("import arrow", "arrow.get()"),
+])
+def test_clock_helpers_of_frameworks_are_wall_clock_sources(imports, call):
+    assert [code for _, code in found(f'''{imports}
+
+def build_system_prompt(name):
+    return f"You are {{name}}. Now: {{{call}}}"
+''')] == ["PC101"]
+
+
+def test_converting_a_given_time_does_not_read_the_clock():
+    assert found('''from django.utils import timezone
+
+def build_system_prompt(created):
+    return f"Account created {timezone.localtime(created):%Y-%m-%d}"
+''') == []
+
+
+def test_a_library_template_constant_with_a_clock_is_reported_where_it_is_used():
+    source = """from homeassistant.helpers import llm, template
+
+PERSONA = "You control the house."
+
+class Agent:
+    async def _async_render_system_prompt(self, hass, user_name):
+        parts = [template.Template(llm.DATE_TIME_PROMPT + PERSONA, hass).async_render({"user": user_name})]
+        return " ".join(parts)
+"""
+    diagnostics = lint_source(source)
+    assert [(d.line, d.code) for d in diagnostics] == [(7, "PC101")]
+    assert "DATE_TIME_PROMPT" in diagnostics[0].message and "recognised by the name" in diagnostics[0].message
+
+
+# ------------------------------------------------------------ retrieval and memory read back each turn
+@pytest.mark.parametrize("read", ['state.retrieved_docs', 'state["memories"]', 'state.get("queries", [])'])
+def test_a_graph_node_reading_retrieval_or_memory_from_the_run_state_is_per_turn(read):
+    source = f'''from langchain_core.prompts import ChatPromptTemplate
+
+SYSTEM = "Use this context:\\n{{context}}"
+
+async def respond(state, *, config):
+    prompt = ChatPromptTemplate.from_messages([("system", SYSTEM), ("placeholder", "{{messages}}")])
+    context = "\\n".join(str(d) for d in {read})
+    return await prompt.ainvoke({{"messages": state.messages, "context": context}}, config)
+'''
+    diagnostics = lint_source(source)
+    assert [d.code for d in diagnostics] == ["PC401"] and "graph state field" in diagnostics[0].message
+
+
+def test_other_state_fields_and_other_receivers_are_not_sources():
+    assert found('''from langchain_core.prompts import ChatPromptTemplate
+
+SYSTEM = "You answer in {language}. Known: {known}"
+
+async def respond(state, cache, *, config):
+    prompt = ChatPromptTemplate.from_messages([("system", SYSTEM), ("placeholder", "{messages}")])
+    return await prompt.ainvoke({"messages": state.messages, "language": state.language,
+                                 "known": cache.documents}, config)
+''') == []
+
+
+def test_a_memory_read_from_a_store_through_a_helper_is_per_turn():
+    source = '''def get_memory(store, namespace, default):
+    item = store.get(namespace, "profile")
+    return item.value if item else default
+
+
+def llm_call(state, store, llm):
+    prefs = get_memory(store, ("assistant", "prefs"), "none yet")
+    system = {"role": "system", "content": f"Follow these preferences: {prefs}"}
+    return llm.invoke([system] + state["messages"])
+'''
+    diagnostics = lint_source(source)
+    assert [(d.line, d.code) for d in diagnostics] == [(8, "PC401")]
+    assert "store.get" in diagnostics[0].message
+
+
+def test_get_on_an_object_that_is_not_a_store_is_not_a_source():
+    assert found('''def llm_call(state, settings, llm):
+    tone = settings.get("tone", "plain")
+    return llm.invoke([{"role": "system", "content": f"Answer in a {tone} tone."}] + state["messages"])
+''') == []
+
+
+def test_user_memories_read_by_a_memory_manager_are_per_turn():
+    assert [code for _, code in found('''def get_system_message(agent, user_id):
+    system_message_content = "You are helpful."
+    for memory in agent.memory_manager.get_user_memories(user_id=user_id):
+        system_message_content += f"\\n- {memory.memory}"
+    return system_message_content
+''')] == ["PC401"]
+
+
+def test_a_project_client_method_named_for_retrieval_is_per_turn():
+    source = '''class KnowledgeClient:
+    async def query_for_conversation(self, query):
+        return await self.http.post("/query", json={"q": query})
+
+
+class Agent:
+    async def build_messages(self, history):
+        client = KnowledgeClient()
+        found = await client.query_for_conversation(query=history[-1]["content"])
+        prompt = f"Be brief.\\nKnowledge base:\\n{found}"
+        return [{"role": "system", "content": prompt}] + history
+'''
+    assert [code for _, code in found(source)] == ["PC401"]
+
+
+def test_a_module_function_named_like_retrieval_is_not_a_source():
+    assert found('''import re
+
+def build_system_prompt(text):
+    match = re.search(r"name: (\\\\w+)", text)
+    return f"You are {match.group(1) if match else 'Al'}."
+''') == []
+
+
+def test_the_token_usage_of_an_earlier_call_is_per_turn():
+    assert [code for _, code in found('''import json
+
+class Runner:
+    def _render_system_prompt(self):
+        blocks = [self.base]
+        last = self.log.last_event()
+        if last is not None:
+            blocks.append(f"<usage>{json.dumps(last.payload['usage'], sort_keys=True)}</usage>")
+        return "\\\\n".join(blocks)
+''')] == ["PC401"]
+
+
+def test_live_home_assistant_entity_states_are_per_turn():
+    assert [code for _, code in found('''class Agent:
+    def _build_system_prompt(self):
+        lines = [f"{s.entity_id}: {s.state}" for s in self.hass.states.async_all()]
+        return "Devices:\\\\n" + "\\\\n".join(sorted(lines))
+''')] == ["PC401"]
+
+
+def test_examples_shuffled_in_place_carry_the_randomness():
+    diagnostics = lint_source('''import random
+
+def build_system_prompt(examples):
+    chosen = list(examples)
+    random.shuffle(chosen)
+    return "Examples:\\\\n" + "\\\\n".join(chosen[:4])
+''')
+    assert [(d.line, d.code) for d in diagnostics] == [(6, "PC201")] and "random.shuffle" in diagnostics[0].message
+
+
+def test_a_code_block_in_a_system_message_set_at_import_is_rendered_each_time():
+    diagnostics = lint_source('''from interpreter import interpreter
+
+interpreter.system_message = """You control the computer.
+{{
+import pywinctl
+window = pywinctl.getActiveWindow()
+print("Active window: " + (window.title if window else "none"))
+}}
+"""
+''')
+    assert [(d.line, d.code) for d in diagnostics] == [(4, "PC301")] and "getActiveWindow" in diagnostics[0].message
+
+
+def test_a_constant_system_message_set_at_import_is_clean():
+    assert found('''from interpreter import interpreter
+
+interpreter.system_message = "You control the computer. Today is {date}."
+''') == []
