@@ -477,7 +477,8 @@ def one_per_flow(diagnostics) -> list[Diagnostic]:
         folded += kept
     at_sink: dict[tuple, list[Diagnostic]] = {}
     for d in folded:
-        at_sink.setdefault((d.path, d.line, d.code), []).append(d)
+        # Findings with different fixes stay apart: each is an edit `--fix` must still make.
+        at_sink.setdefault((d.path, d.line, d.code, d.fix), []).append(d)
     return [_one_finding(group) for group in at_sink.values()]
 
 

@@ -323,3 +323,13 @@ def system_prompt(compiler_cls):
     compiler = Compiler(current_time=now)
     return "Subagents:\\n" + compiler.summary()
 ''')] == ["PC101"]
+
+
+def test_two_orderings_with_their_own_fixes_stay_two_findings():
+    found = lint_source('''def build(a, b):
+    names = set(a)
+    tags = set(b)
+    return [{"role": "system", "content": ", ".join(names) + " / " + ", ".join(tags)}]
+''')
+    assert [d.code for d in found] == ["PC501", "PC501"]
+    assert len({d.fix for d in found}) == 2 and all(d.fix is not None for d in found)
