@@ -297,3 +297,30 @@ def build_system_prompt(persona):
     builder.add_section("Rules", "Be brief.")
     return builder.build()
 ''') == []
+
+
+def test_an_object_the_function_did_not_build_keeps_its_own_attributes():
+    # A shared object passed in: class-wide attributes would merge every caller's values.
+    assert found('''import time
+
+
+class Log:
+    def __init__(self):
+        self.lines = []
+
+    def add(self, line):
+        self.lines.append(line)
+
+    def text(self):
+        return "\\\\n".join(self.lines)
+
+
+def record(log):
+    log.add(f"at {time.time()}")
+
+
+def build_system_prompt(persona):
+    log = Log()
+    log.add(persona)
+    return log.text()
+''') == []

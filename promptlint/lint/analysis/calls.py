@@ -414,6 +414,14 @@ class Calls:
         """``builder.add_section("Now", clock())`` where ``add_section`` keeps its parameter in
         ``self._sections``: the object now holds the argument's sources, and the class's other
         methods (``build()``) read them there. Summaries of those methods are redone."""
+        # Only an object this function built itself (`builder = PromptBuilder()`): what a
+        # parameter or `self` holds is shared with other callers, and class-wide attributes
+        # would merge unrelated instances.
+        receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+        if not (isinstance(receiver, ast.Name) and receiver.id not in self.params
+                and self.env.get(receiver.id) is not None
+                and self.env[receiver.id].origin == f"@{ref.cls.qualname}()"):
+            return
         params = self._param_names(ref)
         changed = False
         for attr, index in _param_stores(ref.node, params):
