@@ -238,11 +238,89 @@ print("Active window: " + (window.title if window else "none"))
 }}
 """
 ''')
-    assert [(d.line, d.code) for d in diagnostics] == [(4, "PC301")] and "getActiveWindow" in diagnostics[0].message
+    assert [(d.line, d.code) for d in diagnostics] == [(6, "PC301")] and "getActiveWindow" in diagnostics[0].message
 
 
 def test_a_constant_system_message_set_at_import_is_clean():
     assert found('''from interpreter import interpreter
 
 interpreter.system_message = "You control the computer. Today is {date}."
+''') == []
+
+
+# ------------------------------------------------------------ builders that keep what they are given
+def test_a_section_added_to_a_builder_object_reaches_what_it_builds():
+    diagnostics = lint_source('''import datetime
+
+
+class PromptBuilder:
+    def __init__(self):
+        self._sections = []
+
+    def add_section(self, heading, content):
+        self._sections.append((heading, content))
+        return self
+
+    def build(self):
+        return "\\\\n\\\\n".join(f"## {h}\\\\n{c}" for h, c in self._sections)
+
+
+def clock_section():
+    return datetime.datetime.now(datetime.UTC).strftime("%A %H:%M")
+
+
+def build_agent_system_prompt(user):
+    builder = PromptBuilder()
+    builder.add_section("User", user)
+    builder.add_section("Now", clock_section())
+    return builder.build()
+''')
+    assert [d.code for d in diagnostics] == ["PC101"]
+    assert any("kept in `self._sections` by add_section()" in step.note for step in diagnostics[0].trace)
+
+
+def test_a_builder_given_only_constants_is_clean():
+    assert found('''class PromptBuilder:
+    def __init__(self):
+        self._sections = []
+
+    def add_section(self, heading, content):
+        self._sections.append((heading, content))
+
+    def build(self):
+        return "\\\\n".join(c for _, c in self._sections)
+
+
+def build_system_prompt(persona):
+    builder = PromptBuilder()
+    builder.add_section("Persona", persona)
+    builder.add_section("Rules", "Be brief.")
+    return builder.build()
+''') == []
+
+
+def test_an_object_the_function_did_not_build_keeps_its_own_attributes():
+    # A shared object passed in: class-wide attributes would merge every caller's values.
+    assert found('''import time
+
+
+class Log:
+    def __init__(self):
+        self.lines = []
+
+    def add(self, line):
+        self.lines.append(line)
+
+    def text(self):
+        return "\\\\n".join(self.lines)
+
+
+def record(log):
+    log.add(f"at {time.time()}")
+
+
+def build_system_prompt(persona):
+    log = Log()
+    log.add(persona)
+    return log.text()
 ''') == []

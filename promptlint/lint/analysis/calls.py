@@ -6,7 +6,7 @@ import ast
 import re
 
 from promptlint.lint.analysis.values import (
-    EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, join, merge,
+    EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join, merge,
 )
 from promptlint.lint.analysis.sinks import _role
 from promptlint.lint.diagnostic import Fix, TraceStep
@@ -66,6 +66,39 @@ def _passed(keyword: str, val: Val, callee: str) -> tuple[Taint, ...]:
 def _zone_only(fmt) -> bool:
     """A strftime format that prints only the time zone (``"%Z"``, ``"%z"``): constant per host."""
     return isinstance(fmt, str) and "%" in fmt and "%" not in re.sub(r"%[Zz%]", "", fmt)
+
+
+def _param_stores(func: ast.AST, params: list[str]) -> list[tuple[str, int]]:
+    """``self.attr.append(param)`` / ``self.attr = param`` / ``self.attr += param`` in a method's
+    own body: (attribute, parameter index) pairs, read from the syntax (cached on the node)."""
+    found = getattr(func, "_promptlint_param_stores", None)
+    if found is not None:
+        return found
+    found = []
+    index = {name: i for i, name in enumerate(params)}
+
+    def params_in(expr) -> list[int]:
+        return sorted({index[n.id] for n in ast.walk(expr)
+                       if isinstance(n, ast.Name) and n.id in index and n.id not in ("self", "cls")})
+
+    def self_attr(target) -> str | None:
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+            return target.attr
+        return None
+
+    for sub in ast.walk(func):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in _MUTATORS:
+            attr = self_attr(sub.func.value)
+            if attr:
+                found += [(attr, i) for a in sub.args for i in params_in(a)]
+        elif isinstance(sub, (ast.Assign, ast.AugAssign)):
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            for t in targets:
+                attr = self_attr(t)
+                if attr:
+                    found += [(attr, i) for i in params_in(sub.value)]
+    func._promptlint_param_stores = found
+    return found
 
 
 class Calls:
@@ -423,6 +456,8 @@ class Calls:
                        items=[structure(v, depth + 1) for v in val.items] if val.items is not None else None,
                        keys={k: structure(v, depth + 1) for k, v in val.keys.items()} if val.keys is not None else None)
 
+        if bound and ref.cls is not None:
+            self._store_params_in_attrs(node, ref, actual)
         for ps in summary.param_sinks:
             arg = actual.get(ps.param)
             if arg is None:
@@ -441,6 +476,39 @@ class Calls:
         shaped = structure(ret)
         return Val(shaped.taints, origin=ret.origin if ret.origin and ret.origin.startswith("@") else f"{ref.qualname}()",
                    items=shaped.items, keys=shaped.keys, func=ret.func, node=node, template=ret.template)
+
+    def _store_params_in_attrs(self, node: ast.Call, ref: FunctionRef, actual: dict[int, Val]) -> None:
+        """``builder.add_section("Now", clock())`` where ``add_section`` keeps its parameter in
+        ``self._sections``: the object now holds the argument's sources, and the class's other
+        methods (``build()``) read them there. Summaries of those methods are redone."""
+        # Only an object this function built itself (`builder = PromptBuilder()`): what a
+        # parameter or `self` holds is shared with other callers, and class-wide attributes
+        # would merge unrelated instances.
+        receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+        if not (isinstance(receiver, ast.Name) and receiver.id not in self.params
+                and self.env.get(receiver.id) is not None
+                and self.env[receiver.id].origin == f"@{ref.cls.qualname}()"):
+            return
+        params = self._param_names(ref)
+        changed = False
+        for attr, index in _param_stores(ref.node, params):
+            arg = actual.get(index)
+            if arg is None:
+                continue
+            step = self.m.step(node, f"kept in `self.{attr}` by {ref.node.name}()")
+            kept = tuple(t.then(step) for t in arg.taints if t.param < 0 and (not self.frozen or frozen_ok(t)))
+            if not kept:
+                continue
+            old = ref.cls.attrs.get(attr)
+            if old is not None and all(t in old.taints for t in kept):
+                continue
+            ref.cls.attrs[attr] = Val(merge(old.taints if old is not None else (), kept), node=old.node if old else None)
+            changed = True
+        if changed:
+            owner = ref.module
+            for method in ref.cls.methods.values():
+                if id(method.node) not in owner.in_progress:
+                    owner.summaries.pop(id(method.node), None)
 
     @staticmethod
     def _param_names(ref: FunctionRef) -> list[str]:

@@ -71,8 +71,9 @@ class Expressions:
         taints = []
         for match in _JINJA_VOLATILE.finditer(text):
             code = _JINJA_CODES.get(match.group(2), "PC101")
-            line = first_line + text.count("\n", 0, match.start())
-            col = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
+            at = match.start(2)  # the volatile call itself, inside a multi-line block too
+            line = first_line + text.count("\n", 0, at)
+            col = at - (text.rfind("\n", 0, at) + 1) + 1
             shown = " ".join(match.group(0).split()).replace(": ", ":")  # one short line; ": " splits notes
             shown = shown if len(shown) <= 60 else f"{match.group(1)} … {match.group(2)} … {match.group(3)}"
             step = TraceStep(path, line, col, f"template expression `{shown}`")
