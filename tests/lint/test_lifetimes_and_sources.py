@@ -282,3 +282,29 @@ def test_a_per_turn_object_passed_whole_is_not_this_turns_text(annotation, value
 ])
 def test_the_turns_text_is_still_per_turn_content(annotation, value):
     assert codes(TURN_OBJECT.format(annotation=annotation, value=value)) == ["PC401"]
+
+
+def test_a_clock_test_chooses_texts_not_the_data_assigned_under_it():
+    # The clock decides whether the branch runs; the queued text assigned there is not made of
+    # the clock (before: every value assigned under a clock test carried the clock).
+    assert codes('''from datetime import datetime
+
+def next_system_prompt(queue):
+    system = "You are a companion."
+    if datetime.now().hour < 12:
+        note = queue.get_nowait()
+        system = system + note
+    return [{"role": "system", "content": system}]
+''') == []
+
+
+def test_a_clock_test_still_marks_the_text_it_chooses_beside_data_assignments():
+    assert codes('''from datetime import datetime
+
+def next_system_prompt(queue):
+    system = "You are a companion."
+    if datetime.now().hour < 12:
+        note = queue.get_nowait()
+        system += " Good morning."
+    return [{"role": "system", "content": system}]
+''') == ["PC101"]

@@ -266,7 +266,7 @@ class Statements:
     # -------------------------------------------------------------- assignment
     def assign(self, target: ast.AST, val: Val, stmt: ast.AST, weak: bool = False) -> None:
         chosen = [t for group in self.control for t in group]
-        if chosen:
+        if chosen and _chosen_text(stmt, val):
             val = val.with_taints(merge(val.taints, chosen))
         if self.role_branch and any(t.param >= 0 for t in val.taints):
             # `if msgs[0]["role"] == "system": instructions = msgs[0]["content"]`: what a parameter
@@ -352,3 +352,11 @@ def _object_annotation(annotation: ast.expr | None) -> bool:
     names |= {n.attr for n in ast.walk(annotation) if isinstance(n, ast.Attribute)}
     return bool(names - {"Optional", "Union", "None", "typing", "t"}) and not names & _TEXT_TYPES
 
+
+def _chosen_text(stmt: ast.AST, val: Val) -> bool:
+    """Whether an assignment under a clock test picks a text (``greeting = "Good morning"``,
+    ``note += f"..."``): that choice follows the clock. A value that carries its own data
+    (``item = queue.get()``) is what it is, whichever branch assigns it."""
+    value = getattr(stmt, "value", None)
+    return isinstance(val.const, str) or isinstance(value, ast.JoinedStr) or (
+        isinstance(value, ast.Constant) and isinstance(value.value, str))
