@@ -13,7 +13,7 @@ cold, and matches what it finds against the list.
 
 A mirror for ``owner/name`` is looked up as ``DIR/owner+name/repo``, ``DIR/owner+name``,
 ``DIR/owner+name.git`` or ``DIR/owner/name.git``. Repositories without a mirror are skipped and
-listed. Rules of counting (the same as the people who check the figures, FIELD.md):
+listed. Rules of counting (the same as the people who check the figures, docs/field.md):
 
 * recall = confirmed leaks found, for the right source family / confirmed leaks (entries
   marked ``debatable`` are reported apart and not counted);

@@ -21,7 +21,7 @@ _TEMPLATE_METHODS = {"format", "format_map", "render", "substitute", "safe_subst
 _REQUEST_METHODS = {"create", "stream", "parse", "generate_content", "generate_content_stream", "completion",
                     "acompletion", "invoke", "ainvoke", "send_message", "count_tokens", "chat", "achat"}
 #: Calls that read a file's content: the path that located it (an env var, the home folder)
-#: is not what reaches the prompt (FIELD.md), so host and environment taints stop here.
+#: is not what reaches the prompt (docs/field.md), so host and environment taints stop here.
 _CONTENT_READERS = {"builtins.open", "io.open", "codecs.open", "json.load", "yaml.safe_load", "yaml.load",
                     "tomllib.load", "tomli.load"}
 _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}

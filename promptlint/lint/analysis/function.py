@@ -36,7 +36,7 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         """True where code runs once per process, object or session: import time, ``__init__``,
         ``__post_init__``, and set-up paths named for it (``initialize_message_sequence``).
 
-        A volatile value computed there is reused unchanged by every request (FIELD.md: not a
+        A volatile value computed there is reused unchanged by every request (docs/field.md: not a
         leak); unordered values and template expressions evaluated later are still followed."""
         if self.ref is None:
             return self.cls is None and self.loop_depth == 0

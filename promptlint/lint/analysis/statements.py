@@ -290,7 +290,7 @@ class Statements:
                 self._store(base, val, weak)
             if (self.cls is not None and isinstance(target.value, ast.Name) and target.value.id == "self"):
                 # A parameter of this method means nothing in another method: keep real sources
-                # only; what ``__init__`` computes is frozen for the object's life (FIELD.md).
+                # only; what ``__init__`` computes is frozen for the object's life (docs/field.md).
                 stored = val.keep(lambda t: t.param < 0 and (not self.frozen or frozen_ok(t)))
                 old = self.cls.attrs.get(target.attr)
                 self.cls.attrs[target.attr] = join(old, stored) if old is not None else stored

@@ -168,7 +168,7 @@ class ClassInfo:
 
 
 #: The code of a symbolic parameter taint that went through a file read: the parameter located
-#: the file, so a host or environment fact passed for it does not reach the content (FIELD.md).
+#: the file, so a host or environment fact passed for it does not reach the content (docs/field.md).
 LOCATED = "located"
 
 
