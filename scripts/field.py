@@ -76,12 +76,15 @@ class Entry:
     shape: str
     leaks: list[Leak] = field(default_factory=list)
     holdout: bool = False
-    blind: bool = False
+    blind: str = ""  # the day a blind batch was scouted ("" when not blind)
 
     @property
     def group(self) -> str:
-        """development (looked at while tuning), holdout (leaks unseen) or blind (nothing seen)."""
-        return "blind" if self.blind else "holdout" if self.holdout else "development"
+        """development (looked at while tuning), holdout (leaks unseen) or a blind batch (nothing
+        seen): ``blind`` for ``blind: true``, ``blind 2026-11-25`` for a dated batch."""
+        if self.blind:
+            return "blind" if self.blind == "True" else f"blind {self.blind}"
+        return "holdout" if self.holdout else "development"
 
     @property
     def slug(self) -> str:
@@ -99,7 +102,7 @@ def load_corpus(path: Path) -> list[Entry]:
                           str(x.get("why", "")), bool(x.get("debatable", False))) for x in raw.get("leaks") or ()]
             entries.append(Entry(str(raw["repo"]), str(raw["commit"]), str(raw.get("shape", "")), leaks,
                                  bool(raw.get("holdout", False)) or bool(raw.get("blind", False)),
-                                 bool(raw.get("blind", False))))
+                                 str(raw.get("blind") or "")))
         except (KeyError, TypeError) as exc:
             raise ValueError(f"{path}: repos[{i}]: missing or malformed field {exc}") from None
     return entries
@@ -251,7 +254,9 @@ def main(argv: list[str] | None = None) -> int:
                 "found": sum(1 for *_, hit in leaks if hit), "findings": len(fs),
                 "true": sum(1 for *_, v in fs if v is not None and v[0] == "true")}
 
+    groups = ["development", "holdout", *sorted({r[0].group for r in rows} - {"development", "holdout"})]
     summary = {
+        "groups": groups,
         "repos": len(rows), "confirmed_leaks": len(confirmed), "found": sum(1 for *_, hit in confirmed if hit),
         "recall": round(sum(1 for *_, hit in confirmed if hit) / len(confirmed), 3) if confirmed else None,
         "debatable_leaks": len(debatable), "debatable_found": sum(1 for *_, hit in debatable if hit),
@@ -260,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         "untriaged": len(untriaged),
         "slowest": {"repo": slowest[0].repo, "seconds": round(slowest[3], 2)} if slowest else None,
         "total_seconds": round(sum(r[3] for r in rows), 2),
-        "development": split("development"), "holdout": split("holdout"), "blind": split("blind"),
+        **{group: split(group) for group in groups},
         "missing_mirrors": missing, "problems": problems,
     }
     if args.json:
@@ -291,9 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nrepos {s['repos']}  confirmed leaks {s['confirmed_leaks']}  found {s['found']}  recall {s['recall']}")
     print(f"debatable leaks {s['debatable_leaks']}  found {s['debatable_found']}")
     print(f"findings {s['findings']}  true {s['true']}  precision {s['precision']}  untriaged {s['untriaged']}")
-    for part in ("development", "holdout", "blind"):
+    for part in groups:
         p = s[part]
-        print(f"{part:11}  repos {p['repos']}  leaks {p['found']}/{p['leaks']}  findings {p['findings']}  true {p['true']}")
+        print(f"{part:16}  repos {p['repos']}  leaks {p['found']}/{p['leaks']}  findings {p['findings']}  true {p['true']}")
     if slowest:
         print(f"slowest repo {s['slowest']['repo']} {s['slowest']['seconds']} s cold; all repos {s['total_seconds']} s")
     for repo in missing:

@@ -50,7 +50,7 @@ def test_field_counts_leaks_and_verdicts_per_group(tmp_path):
   - {{source: bot.py:8, sink: bot.py:9, family: ordering, reference: read, why: wrong family is not found}}
 - repo: acme/quiet
   commit: {blind}
-  blind: true
+  blind: 2026-01-02
 """)
     triage = tmp_path / "triage.tsv"
     triage.write_text("")
@@ -61,7 +61,8 @@ def test_field_counts_leaks_and_verdicts_per_group(tmp_path):
     summary = json.loads(out.stdout)
     assert (summary["confirmed_leaks"], summary["found"]) == (2, 1)
     assert summary["untriaged"] == summary["findings"] >= 1 and summary["true"] == 0
-    assert summary["development"]["leaks"] == 2 and summary["blind"] == {
+    assert summary["groups"] == ["development", "holdout", "blind 2026-01-02"]
+    assert summary["development"]["leaks"] == 2 and summary["blind 2026-01-02"] == {
         "repos": 1, "leaks": 0, "found": 0, "findings": 0, "true": 0}
     assert summary["missed"] == [{"repo": "acme/bot", "source": "bot.py:8", "family": "ordering"}]
 

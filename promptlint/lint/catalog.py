@@ -168,6 +168,7 @@ class SourceSpec(NamedTuple):
     params: tuple[str, ...] = ()
     state_fields: tuple[str, ...] = ()
     fields: tuple[str, ...] = ()
+    newest_of: tuple[str, ...] = ()
     receiver_methods: tuple[tuple[str, tuple[str, ...]], ...] = ()
     strings: tuple[str, ...] = ()
     max_args: int | None = None
@@ -286,7 +287,10 @@ class PatternTable:
 # template with a clock inside.
 _SHAPE_TOKENS = (
     r"""["']role["']\s*:\s*["'](?:system|developer)["']"""
-    r"""|\brole\s*=\s*(?:["'](?:system|developer)["']|[\w.]*\.(?:SYSTEM|DEVELOPER|system|developer)\b)"""
+    r"""|\brole\s*=\s*(?:["'](?:system|developer)["']|(?:[\w.]*\.)?(?:SYSTEM|DEVELOPER)\b|[\w.]*\.(?:system|developer)\b)"""
+    r"""|(?:Message|Msg)\s*\(\s*(?:["'](?:system|developer)["']|(?:[\w.]*\.)?(?:SYSTEM|DEVELOPER)\b)"""
+    # A role test: the system message is edited in place (`if msgs[0][ROLE] == SYSTEM: ... +=`).
+    r"""|\b(?:role|ROLE)["']?\s*\]?\s*==\s*(?:["'](?:system|developer)["']|(?:[\w.]*\.)?(?:SYSTEM|DEVELOPER|system|developer)\b)"""
     r"""|\bSystem(?:Message|Content|Prompt|PromptPart|MessagePromptTemplate)\s*\("""
     r"""|\(\s*["']system["']\s*,"""
     r"""|["']system(?:_instruction|Instruction)?["']\s*:|["']instructions["']\s*:|["']preamble["']\s*:"""
@@ -318,6 +322,7 @@ class Catalog:
         self.source_params = {p: s for s in self.sources for p in s.params}
         self.source_state_fields = {f: s for s in self.sources for f in s.state_fields}
         self.source_fields = {f: s for s in self.sources for f in s.fields}
+        self.source_newest_of = PatternTable([(p, s) for s in self.sources for p in s.newest_of])
         self.source_receiver_methods = PatternTable([(f"{receiver}.{m}", s) for s in self.sources
                                                      for receiver, methods in s.receiver_methods for m in methods])
         self.source_strings = PatternTable([(p, s) for s in self.sources for p in s.strings])
@@ -476,7 +481,7 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
     for i, e in enumerate(data.get("sources") or []):
         where = f"{path}: sources[{i}]"
         _check_keys(e, {"id", "code", "label", "note", "calls", "attributes", "methods", "params", "strings", "max_args", "sortable",
-                       "rendered", "state_fields", "receiver_methods", "fields"}, where)
+                       "rendered", "state_fields", "receiver_methods", "fields", "newest_of"}, where)
         if e.get("code") not in codes:
             raise CatalogError(f"{where}: unknown code {e.get('code')!r}")
         if e.get("label") not in LABELS:
@@ -489,6 +494,7 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
             rendered=bool(e.get("rendered", False)), state_fields=_as_tuple(e.get("state_fields"), where, "state_fields"),
             receiver_methods=_receiver_methods(e.get("receiver_methods"), where),
             fields=_as_tuple(e.get("fields"), where, "fields"),
+            newest_of=_as_tuple(e.get("newest_of"), where, "newest_of"),
         ))
     for i, e in enumerate(data.get("sinks") or []):
         where = f"{path}: sinks[{i}]"

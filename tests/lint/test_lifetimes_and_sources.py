@@ -308,3 +308,77 @@ def next_system_prompt(queue):
         system += " Good morning."
     return [{"role": "system", "content": system}]
 ''') == ["PC101"]
+
+
+# ------------------------------------------------------- a conversation is opened once
+@pytest.mark.parametrize("name", ["create_conversation", "start_session", "new_chat_thread", "_open_session"])
+def test_a_system_message_built_when_a_conversation_opens_is_frozen(name):
+    # Compiled when the conversation is created, stored with it, replayed by each of its turns.
+    assert codes(SEQUENCE.format(name=name)) == []
+
+
+@pytest.mark.parametrize("name", ["create_message", "session_reply", "create_completion"])
+def test_other_create_verbs_still_run_per_request(name):
+    assert codes(SEQUENCE.format(name=name)) == ["PC101"]
+
+
+# --------------------------------------------------------------- memory read per turn
+@pytest.mark.parametrize("read", ["self.memory.search(query)", "self.mem.run(messages=[query])",
+                                  "self.long_term_memory.search(query)"])
+def test_what_an_agents_memory_returns_is_per_turn_content(read):
+    source = f'''class Agent:
+    def reply(self, query):
+        notes = {read}
+        return [{{"role": "system", "content": "Known facts:\\n" + str(notes)}}]
+'''
+    assert codes(source) == ["PC401"]
+
+
+def test_writing_to_memory_or_reading_an_item_is_not_a_memory_read():
+    source = '''class Agent:
+    def reply(self, query, items):
+        saved = self.memory.add(query)
+        for mem in items:
+            saved += mem.get("content")
+        return [{"role": "system", "content": f"Saved {saved}"}]
+'''
+    assert codes(source) == []
+
+
+# --------------------------------------------------------------- the newest message
+@pytest.mark.parametrize("read", ['messages[-1].content', 'state["messages"][-1]["content"]',
+                                  'self.chat_history[-1].text'])
+def test_the_newest_messages_text_is_per_turn_content(read):
+    source = f'''def build(messages, state):
+    latest = {read}
+    return [{{"role": "system", "content": "Use this context: " + str(latest)}}]
+'''
+    assert codes(source) == ["PC401"]
+
+
+def test_the_first_message_is_not_the_newest():
+    source = '''def build(messages):
+    return [{"role": "system", "content": messages[0].content}]
+'''
+    assert codes(source) == []
+
+
+# ------------------------------------------------------------ template placeholders
+def test_a_placeholder_named_like_a_clock_is_not_a_clock():
+    # `{{ datetime }}` is filled by the code that renders it; that code is followed instead.
+    source = '''SYSTEM = "Now: {{ datetime }}. Seen at {{ timestamp }}."
+
+def render(template, stamp):
+    return [{"role": "system", "content": SYSTEM.replace("{{ datetime }}", stamp)}]
+'''
+    assert codes(source) == []
+
+
+@pytest.mark.parametrize("expr", ["now()", "now().strftime('%H:%M')", "datetime.now()", "examples | random"])
+def test_a_clock_the_template_engine_evaluates_is_a_source(expr):
+    source = f'''SYSTEM = "Context: {{{{ {expr} }}}}"
+
+def build():
+    return [{{"role": "system", "content": SYSTEM}}]
+'''
+    assert codes(source) in (["PC101"], ["PC201"])

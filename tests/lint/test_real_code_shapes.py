@@ -18,6 +18,10 @@ def messages(source: str) -> list[str]:
     return [d.message for d in lint_source(source)]
 
 
+def diags(source: str):
+    return lint_source(source)
+
+
 # ------------------------------------------------------------------ shapes, no SDK imported
 @pytest.mark.parametrize("message", [
     '{"role": "system", "content": text}',
@@ -252,3 +256,68 @@ def test_code_no_python_accepts_is_pc001_alone_and_in_its_folder(tmp_path):
     assert [d.code for d in alone.diagnostics] == ["PC001"]
     assert sorted((d.path.rsplit("/", 1)[-1], d.code) for d in folder.diagnostics) == [
         ("broken.py", "PC001"), ("newer.py", "PC101")]
+
+
+# ------------------------------------------------------------ system message edited in place
+@pytest.mark.parametrize("write", ['messages[0]["content"] += "\\n" + stamp',
+                                   'messages[0][CONTENT] = messages[0][CONTENT] + stamp',
+                                   'messages[0].content += stamp'])
+@pytest.mark.parametrize("test", ['messages[0]["role"] == "system"', "messages[0][ROLE] == SYSTEM",
+                                  "messages[0].role == Role.SYSTEM"])
+def test_a_system_message_edited_in_place_under_a_role_test_is_a_sink(write, test):
+    source = f'''import time
+from .schema import CONTENT, ROLE, SYSTEM, Role
+
+def prepend(messages):
+    stamp = str(time.time())
+    if messages and {test}:
+        {write}
+    return messages
+'''
+    found = diags(source)
+    assert [d.code for d in found] == ["PC101"]
+    assert "edited in place" in found[0].message
+
+
+def test_a_user_message_edited_in_place_is_not_a_stable_layer():
+    source = '''import time
+
+def stamp_user(messages):
+    if messages[-1]["role"] == "user":
+        messages[-1]["content"] += f" (sent {time.time()})"
+    return messages
+'''
+    assert diags(source) == []
+
+
+def test_a_message_built_as_system_then_appended_to_is_a_sink():
+    source = '''import time
+
+def build(history):
+    system = {"role": "system", "content": "You are terse."}
+    system["content"] += f" It is {time.time()}."
+    return [system, *history]
+'''
+    assert [d.code for d in diags(source)] == ["PC101"]
+
+
+@pytest.mark.parametrize("call", ['Message(SYSTEM, text)', 'ChatMessage("system", text)', 'Msg(Role.SYSTEM, text)'])
+def test_a_message_given_role_and_content_by_position_is_a_sink(call):
+    source = f'''import time
+from .schema import SYSTEM, Message, ChatMessage, Msg, Role
+
+def build():
+    text = "It is " + str(time.time())
+    return [{call}]
+'''
+    assert [d.code for d in diags(source)] == ["PC101"]
+
+
+def test_a_non_message_call_with_a_system_argument_is_not_a_sink():
+    source = '''import time
+
+def log():
+    emit("system", "It is " + str(time.time()))
+    print("system", time.time())
+'''
+    assert diags(source) == []

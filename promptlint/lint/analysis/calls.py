@@ -8,7 +8,7 @@ import re
 from promptlint.lint.analysis.values import (
     EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join, merge,
 )
-from promptlint.lint.analysis.sinks import _role
+from promptlint.lint.analysis.sinks import entry_node, _role
 from promptlint.lint.diagnostic import Fix, TraceStep
 
 _MUTATORS = {"append", "extend", "insert", "update", "add", "setdefault", "appendleft", "extendleft", "__setitem__"}
@@ -269,10 +269,16 @@ class Calls:
             node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", ""))
         if tail in _SYSTEM_CLASSES or (isinstance(node.func, ast.Attribute) and node.func.value is not None
                                        and getattr(node.func.value, "id", getattr(node.func.value, "attr", "")) in _SYSTEM_CLASSES):
-            text = kwargs.get("content") or kwargs.get("text") or kwargs.get("template") or (args[0] if args else None)
+            key = next((k for k in ("content", "text", "template") if k in kwargs), None)
+            text = kwargs[key] if key else (args[0] if args else None)
             if text is not None:
-                self.sink_value(text, text.node or node, "value", "system message (recognised by its shape)")
+                at = entry_node(node, key, text) if key else (node.args[0] if node.args else node)
+                self.sink_value(text, at, "value", "system message (recognised by its shape)")
             return
+        if ("msg" in tail.lower() or "message" in tail.lower()) and len(args) >= 2 and "role" not in kwargs \
+                and _role(args[0]) in ("system", "developer") and not isinstance(node.args[1], ast.Starred):
+            # `Message(SYSTEM, text)`: role and content given by position.
+            self.sink_value(args[1], node.args[1], "value", f"{_role(args[0])} message (recognised by its shape)")
         if "role" in kwargs and origin != "builtins.dict":
             self.check_message_shape(kwargs, node)
         elif origin == "builtins.dict" and not self.defer_shapes:

@@ -11,11 +11,32 @@ from promptlint.lint.analysis.sinks import _role
 from promptlint.lint.diagnostic import Fix, TraceStep
 
 _BUILTINS = frozenset(dir(builtins))
+def _is_last(node: ast.AST) -> bool:
+    """``x[-1]``"""
+    return isinstance(node, ast.Subscript) and isinstance(node.slice, ast.UnaryOp) and isinstance(
+        node.slice.op, ast.USub) and isinstance(node.slice.operand, ast.Constant) and node.slice.operand.value == 1
+
+
+def _list_name(node: ast.AST) -> str | None:
+    """The name a list is known by: ``messages``, ``self.history``, ``state["messages"]``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.slice.value
+    return None
+
+
 _TURN_TEXT_ATTRS = {"text", "content", "message", "messages", "query", "input", "prompt", "body", "question"}
 _FILE_TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2", ".yaml", ".yml", ".txt", ".md", ".prompt", ".tmpl")
+#: A clock, id or host fact the template engine evaluates: a call or attribute of one
+#: (`now()`, `datetime.now()`, `os.environ[...]`) or a filter (`| random`). A bare variable
+#: (`{{ datetime }}`) is only a placeholder: what fills it is followed where it is computed.
 _JINJA_VOLATILE = re.compile(
     r"(\{\{|\{%)[^}]*?\b(now|utcnow|today|datetime|time\.time|timestamp|uuid\d?|random|randint|choice|shuffle|"
-    r"getpid|hostname|getcwd|environ|getenv|getActiveWindow|getActiveWindowTitle|getAllTitles)\b[^}]*?(\}\}|%\})"
+    r"getpid|hostname|getcwd|environ|getenv|getActiveWindow|getActiveWindowTitle|getAllTitles)\b"
+    r"(?:(?=\s*[(.\[])|(?<=\|random)|(?<=\| random)|(?<=\|shuffle)|(?<=\| shuffle))[^}]*?(\}\}|%\})"
 )
 _JINJA_CODES = {
     "now": "PC101", "utcnow": "PC101", "today": "PC101", "datetime": "PC101", "time.time": "PC101",
@@ -210,6 +231,10 @@ class Expressions:
             return None
         spec = self.m.catalog.source_fields.get(name)
         what = "field"
+        if spec is None and name in ("content", "text") and _is_last(receiver):
+            listed = _list_name(receiver.value)
+            specs = self.m.catalog.source_newest_of.match(listed) if listed else []
+            spec, what = (specs[0], "the newest message's") if specs else (None, what)
         if spec is None and isinstance(receiver, ast.Name) and receiver.id == "state":
             spec = self.m.catalog.source_state_fields.get(name)
             what = "graph state field"
@@ -300,10 +325,11 @@ class Expressions:
 
     def eval_List(self, node) -> Val:
         items = [self.eval(e) for e in node.elts]
-        for item in items:  # ("system", text) pairs: LangChain's message tuples, anywhere
+        for elt, item in zip(node.elts, items):  # ("system", text) pairs: LangChain's message tuples, anywhere
             if item.items is not None and len(item.items) == 2 and _role(item.items[0]) in ("system", "developer"):
                 text = item.items[1]
-                self.sink_value(text, text.node or node, "value", "system message (recognised by its shape)")
+                at = elt.elts[1] if isinstance(elt, (ast.Tuple, ast.List)) and len(elt.elts) == 2 else text.node or node
+                self.sink_value(text, at, "value", "system message (recognised by its shape)")
                 self.stable_template = (text.template or self.m.step(text.node or node, "template"),
                                         "system message (recognised by its shape)")
         return Val(merge(*(v.taints for v in items)), items=items, node=node)

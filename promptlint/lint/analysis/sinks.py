@@ -266,14 +266,14 @@ class Sinks:
         for key in ("content", "parts", "text"):
             content = keys.get(key)
             if content is not None:
-                self.sink_value(content, content.node or node, "value", f"{role} message (recognised by its shape)")
+                self.sink_value(content, entry_node(node, key, content), "value", f"{role} message (recognised by its shape)")
                 return
 
     def check_tool_shape(self, keys: dict, node: ast.AST) -> None:
         """A tool definition (``{"name", "description", "parameters"|"input_schema"}``) is a stable layer."""
         if "name" in keys and "description" in keys and any(k in keys for k in _SCHEMA_KEYS):
             desc = keys["description"]
-            self.sink_value(desc, desc.node or node, "value", "tool definition (recognised by its shape)")
+            self.sink_value(desc, entry_node(node, "description", desc), "value", "tool definition (recognised by its shape)")
 
     def check_payload_shape(self, keys: dict, node: ast.AST) -> None:
         """A request payload (``{"model": ..., "system": ...}``, or the same as keywords of any call)."""
@@ -283,10 +283,29 @@ class Sinks:
             sub = keys.get(key)
             if sub is None or not any(c in keys for c in companions):
                 continue
-            self.sink_value(sub, sub.node or node, kind, layer if kind == "cache-key" else f"{layer} (recognised by the request shape)")
+            self.sink_value(sub, entry_node(node, key, sub), kind, layer if kind == "cache-key" else f"{layer} (recognised by the request shape)")
         messages = keys.get("messages") or keys.get("input")
         if messages is not None and messages.items is not None:
             self.sink_value(messages, messages.node or node, "chat-messages", "system message (recognised by the request shape)")
+
+
+def entry_node(node: ast.AST, key: str, val: Val) -> ast.AST:
+    """Where an entry of a dict display or a keyword of a call is written (the sink's place),
+    rather than where its value was computed."""
+    if isinstance(node, ast.Dict):
+        for k, v in zip(node.keys, node.values):
+            if isinstance(k, ast.Constant) and k.value == key:
+                return v
+    elif isinstance(node, ast.Call):
+        for kw in node.keywords:
+            if kw.arg == key:
+                return kw.value
+    return val.node or node
+
+
+def is_system_message(message: Val) -> bool:
+    """Whether a value is a message built with the system/developer role."""
+    return message.keys is not None and _role(message.keys.get("role")) in ("system", "developer")
 
 
 def _role(val: Val | None) -> str | None:
@@ -298,6 +317,8 @@ def _role(val: Val | None) -> str | None:
     node = val.node
     if isinstance(node, ast.Attribute) and node.attr.lower() in ("system", "developer"):
         return node.attr.lower()
+    if isinstance(node, ast.Name) and node.id in ("SYSTEM", "DEVELOPER"):  # `from schema import SYSTEM`
+        return node.id.lower()
     return None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
+from promptlint.lint.analysis.sinks import is_system_message
 from promptlint.lint.analysis.values import FunctionRef, Summary, Taint, Val, frozen_ok, join, merge
 
 _ROLE_WORDS = {"system", "developer", "SYSTEM", "DEVELOPER"}
@@ -17,7 +18,22 @@ def _is_role_test(node: ast.AST) -> int:
             return 1
         if isinstance(sub, ast.Attribute) and sub.attr in _ROLE_WORDS:
             return 1
+        if isinstance(sub, ast.Name) and sub.id in _ROLE_WORDS:  # `msg[ROLE] == SYSTEM`
+            return 1
     return 0
+
+
+def _content_of(target: ast.AST) -> ast.AST | None:
+    """The message written to by ``msg["content"] = ...``, ``msg[CONTENT] += ...`` or
+    ``msg.content += ...``; None for any other target."""
+    if isinstance(target, ast.Attribute) and target.attr == "content":
+        return target.value
+    if isinstance(target, ast.Subscript):
+        key = target.slice
+        name = key.value if isinstance(key, ast.Constant) else getattr(key, "id", getattr(key, "attr", None))
+        if isinstance(name, str) and name.lower() == "content":
+            return target.value
+    return None
 
 
 
@@ -150,6 +166,7 @@ class Statements:
             items = old.items + new.items
         if isinstance(node.target, ast.Name) and not self.frozen and self.ref is not None:
             self.check_stable_target(node.target.id, node.target.id, new, node.target)
+        self.check_content_write(node.target, new)
         self.assign(node.target, Val(taints, items=items, node=node.value), node, weak=True)
 
     def stmt_Return(self, node: ast.Return) -> None:
@@ -196,6 +213,11 @@ class Statements:
         self.loop_unordered.append(tuple(self._consumed(t, node.iter) for t in unordered))
         for _ in range(2):  # twice: values assigned late in the body flow to its start
             if target is not None:
+                # Each iteration rebinds the target: what the body later assigns to the same
+                # name (`language = code_dict["language"]`) does not flow into the next element.
+                for sub in ast.walk(target):
+                    if isinstance(sub, ast.Name):
+                        self.env.pop(sub.id, None)
                 self.assign(target, element, node)
             self.run_block(body)
         self.loop_unordered.pop()
@@ -263,6 +285,15 @@ class Statements:
     def stmt_Global(self, node) -> None:
         return
 
+    def check_content_write(self, target: ast.AST, val: Val) -> None:
+        """``messages[0]["content"] += memory`` under ``if messages[0]["role"] == "system":`` (or
+        into a message built as a system message): the system message is edited in place."""
+        message = _content_of(target)
+        if message is None:
+            return
+        if self.role_branch or is_system_message(self.eval(message)):
+            self.sink_value(val, target, "value", "system message (edited in place)")
+
     # -------------------------------------------------------------- assignment
     def assign(self, target: ast.AST, val: Val, stmt: ast.AST, weak: bool = False) -> None:
         chosen = [t for group in self.control for t in group]
@@ -294,6 +325,8 @@ class Statements:
                 stored = val.keep(lambda t: t.param < 0 and (not self.frozen or frozen_ok(t)))
                 old = self.cls.attrs.get(target.attr)
                 self.cls.attrs[target.attr] = join(old, stored) if old is not None else stored
+            if not weak:
+                self.check_content_write(target, val)
             shown = f"self.{target.attr}" if isinstance(target.value, ast.Name) else target.attr
             if not self.frozen and self.ref is not None:
                 self.check_stable_target(target.attr, shown, val, target)
@@ -304,6 +337,8 @@ class Statements:
                 if rendered.taints:
                     self.check_stable_target(target.attr, self.m.snippet(target), rendered, target)
         elif isinstance(target, ast.Subscript):
+            if not weak:
+                self.check_content_write(target, val)
             container = self.eval(target.value)
             key = self.eval(target.slice)
             taints = merge(container.taints, val.taints, *self.loop_unordered)

@@ -9,6 +9,7 @@ the function it names). A ``Taint`` is Semgrep-style: a rule code, a label (``vo
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -22,6 +23,9 @@ INIT_METHODS = frozenset({"__init__", "__post_init__", "setup", "model_post_init
 #: ``_init_tools``): what it computes is stored and reused. ``create_``/``build_``/``make_`` are
 #: not here: real agents rebuild their agent and prompt per request in ``create_agent``.
 SETUP_VERBS = ("init_", "initialize_", "initialise_", "setup_", "set_up_", "bootstrap_")
+#: Functions that open a conversation (``create_conversation``, ``start_session``,
+#: ``new_chat_thread``): what they compute is stored with it and reused by each of its turns.
+SESSION_START = re.compile(r"(?:create|new|start|open|begin)_(?:\w+_)?(?:session|conversation|thread)s?")
 
 
 def runs_once(name: str) -> bool:
@@ -34,7 +38,8 @@ def set_up_path(name: str) -> bool:
     callers pass it lands once too. (A constructor's arguments are the caller's: an object may
     be built per request.)"""
     bare = name.lstrip("_").lower()
-    return name not in INIT_METHODS and (bare in ("init", "initialize", "initialise", "bootstrap") or bare.startswith(SETUP_VERBS))
+    return name not in INIT_METHODS and (bare in ("init", "initialize", "initialise", "bootstrap") or bare.startswith(SETUP_VERBS)
+                                         or SESSION_START.fullmatch(bare) is not None)
 
 
 class Taint(NamedTuple):
