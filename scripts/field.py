@@ -186,7 +186,9 @@ def leak_found(leak: Leak, findings: list[dict], slack: int) -> dict | None:
     for finding in findings:
         if family_of(finding["code"]) != leak.family:
             continue
-        steps = [(s["path"], s["line"]) for s in finding.get("trace", [])] + [(finding["path"], finding["line"])]
+        # Its trace, its sink, and the other sources it reports for the same sink (`related`).
+        steps = [(s["path"], s["line"]) for s in finding.get("trace", []) + finding.get("related", [])] + [
+            (finding["path"], finding["line"])]
         for path, line in leak.sites():
             if any(p == path and abs(ln - line) <= slack for p, ln in steps):
                 return finding

@@ -288,7 +288,6 @@ class PatternTable:
 _SHAPE_TOKENS = (
     r"""["']role["']\s*:\s*["'](?:system|developer)["']"""
     r"""|\brole\s*=\s*(?:["'](?:system|developer)["']|(?:[\w.]*\.)?(?:SYSTEM|DEVELOPER)\b|[\w.]*\.(?:system|developer)\b)"""
-    r"""|(?:Message|Msg)\s*\(\s*(?:["'](?:system|developer)["']|(?:[\w.]*\.)?(?:SYSTEM|DEVELOPER)\b)"""
     # A role test: the system message is edited in place (`if msgs[0][ROLE] == SYSTEM: ... +=`).
     r"""|\b(?:role|ROLE)["']?\s*\]?\s*==\s*(?:["'](?:system|developer)["']|(?:[\w.]*\.)?(?:SYSTEM|DEVELOPER|system|developer)\b)"""
     r"""|\bSystem(?:Message|Content|Prompt|PromptPart|MessagePromptTemplate)\s*\("""

@@ -301,23 +301,28 @@ def build(history):
     assert [d.code for d in diags(source)] == ["PC101"]
 
 
-@pytest.mark.parametrize("call", ['Message(SYSTEM, text)', 'ChatMessage("system", text)', 'Msg(Role.SYSTEM, text)'])
-def test_a_message_given_role_and_content_by_position_is_a_sink(call):
-    source = f'''import time
-from .schema import SYSTEM, Message, ChatMessage, Msg, Role
 
-def build():
-    text = "It is " + str(time.time())
-    return [{call}]
+def test_sources_a_helper_writes_into_its_argument_reach_the_callers_object():
+    source = '''from datetime import datetime
+
+
+def enrich_context(context, tz):
+    now = datetime.now(tz)
+    context["current_time"] = now.strftime("%H:%M")
+
+
+def rebinds(context):
+    context = dict(context)
+    context["t"] = datetime.now()
+
+
+def build_messages(prompt, tz):
+    variables = {"name": "x"}
+    enrich_context(variables, tz)
+    other = {"a": 1}
+    rebinds(other)
+    return [{"role": "system", "content": prompt.format(**variables)},
+            {"role": "system", "content": prompt.format(**other)}]
 '''
-    assert [d.code for d in diags(source)] == ["PC101"]
-
-
-def test_a_non_message_call_with_a_system_argument_is_not_a_sink():
-    source = '''import time
-
-def log():
-    emit("system", "It is " + str(time.time()))
-    print("system", time.time())
-'''
-    assert diags(source) == []
+    found = diags(source)
+    assert [(d.code, d.line) for d in found] == [("PC101", 19)]

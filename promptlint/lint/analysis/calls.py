@@ -275,10 +275,6 @@ class Calls:
                 at = entry_node(node, key, text) if key else (node.args[0] if node.args else node)
                 self.sink_value(text, at, "value", "system message (recognised by its shape)")
             return
-        if ("msg" in tail.lower() or "message" in tail.lower()) and len(args) >= 2 and "role" not in kwargs \
-                and _role(args[0]) in ("system", "developer") and not isinstance(node.args[1], ast.Starred):
-            # `Message(SYSTEM, text)`: role and content given by position.
-            self.sink_value(args[1], node.args[1], "value", f"{_role(args[0])} message (recognised by its shape)")
         if "role" in kwargs and origin != "builtins.dict":
             self.check_message_shape(kwargs, node)
         elif origin == "builtins.dict" and not self.defer_shapes:
@@ -478,10 +474,24 @@ class Calls:
                 self.sink_value(arg, arg_node, ps.arg_kind, ps.layer)
             finally:
                 self.sink_via = saved
+        for index, written in summary.writes.items():
+            self._written_into(node, actual.get(index), index - offset, params[index], written, call_step)
         ret = summary.ret
         shaped = structure(ret)
         return Val(shaped.taints, origin=ret.origin if ret.origin and ret.origin.startswith("@") else f"{ref.qualname}()",
                    items=shaped.items, keys=shaped.keys, func=ret.func, node=node, template=ret.template)
+
+    def _written_into(self, node: ast.Call, arg: Val | None, position: int, name: str, written, call_step) -> None:
+        """``enrich(context)`` wrote sources into ``context``: the caller's object holds them now."""
+        if arg is None:
+            return
+        at = node.args[position] if 0 <= position < len(node.args) else next(
+            (k.value for k in node.keywords if k.arg == name), None)
+        if at is None or isinstance(at, ast.Starred) or self._dotted_local(at) is None:
+            return
+        taints = merge(arg.taints, tuple(t._replace(steps=clip(t.steps + (call_step,))) for t in written))
+        self._update_container(at, Val(taints, origin=arg.origin, items=arg.items, keys=arg.keys, node=arg.node,
+                                       template=arg.template))
 
     def _store_params_in_attrs(self, node: ast.Call, ref: FunctionRef, actual: dict[int, Val]) -> None:
         """``builder.add_section("Now", clock())`` where ``add_section`` keeps its parameter in

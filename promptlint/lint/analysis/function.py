@@ -48,6 +48,7 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         summary = super().run_function()
         if self.frozen:
             summary.ret = _once(summary.ret)
+            summary.writes = {i: kept for i, ts in summary.writes.items() if (kept := tuple(filter(frozen_ok, ts)))}
         if set_up_path(getattr(self.ref.node, "name", "")):
             # `initialize_message_sequence(agent, memory_edit_timestamp=now())`: the stamp its
             # caller passes is stored with the first messages once; orderings still count.

@@ -103,6 +103,7 @@ class Statements:
         defaults = [*args.defaults, *[d for d in args.kw_defaults if d is not None]]
         for d in defaults:
             self.eval(d)
+        given = {name: self.env[name].taints for name in self.params}
         if isinstance(node, ast.Lambda):
             self.ret = self.eval(node.body)
         else:
@@ -111,7 +112,22 @@ class Statements:
             self.run_block(node.body)
             self.check_decorators(node)
             self.check_stable_name(node)
-        return Summary(self.ret or Val(), self.param_sinks)
+        return Summary(self.ret or Val(), self.param_sinks, self._param_writes(node, given))
+
+    def _param_writes(self, node: ast.AST, given: dict[str, tuple[Taint, ...]]) -> dict[int, tuple[Taint, ...]]:
+        """Sources written into a parameter's object (``context["time"] = now()``, ``parts.append(x)``):
+        the caller's argument holds them after the call. A name the body rebinds is not the argument."""
+        rebound = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        writes = {}
+        for i, name in enumerate(self.params):
+            val = self.env.get(name)
+            if name in rebound or name in ("self", "cls") or val is None:
+                continue
+            new = tuple(t for t in val.taints if t.param < 0 and t not in given[name])
+            if new:
+                step = self.m.step(node, f"written into `{name}` by {getattr(node, 'name', 'lambda')}()")
+                writes[i] = tuple(t.then(step) for t in new)
+        return writes
 
     def run_block(self, body: list[ast.stmt]) -> None:
         for stmt in body:

@@ -156,6 +156,8 @@ class Summary:
 
     ret: Val = field(default_factory=Val)
     param_sinks: list[ParamSink] = field(default_factory=list)
+    #: What the function writes into a parameter's object (``context["now"] = now()``): index -> taints.
+    writes: dict[int, tuple[Taint, ...]] = field(default_factory=dict)
 
 
 @dataclass
