@@ -326,3 +326,26 @@ def build_messages(prompt, tz):
 '''
     found = diags(source)
     assert [(d.code, d.line) for d in found] == [("PC101", 19)]
+
+
+def test_a_keyword_named_for_the_system_prompt_is_a_sink_whatever_the_callee():
+    source = '''from datetime import datetime
+
+SYSTEM_PROMPT = "You are {role_info}."
+
+
+class Role:
+    def _get_prefix(self):
+        return "an engineer. Now: " + datetime.now().strftime("%H:%M:%S")
+
+    async def act(self, req):
+        system_prompt = SYSTEM_PROMPT.format(role_info=self._get_prefix())
+        return await self.llm.aask(req, system_msgs=[system_prompt])
+
+    def __init__(self):
+        self.client = make_client(system_prompt=f"Booted {datetime.now()}")  # once per object
+        log(extra=f"{datetime.now()}")  # not named for a layer
+'''
+    found = diags(source)
+    assert [d.code for d in found] == ["PC101"]
+    assert "recognised by the name `system_msgs=`" in found[0].message

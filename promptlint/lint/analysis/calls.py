@@ -281,6 +281,8 @@ class Calls:
             self.check_message_shape(kwargs, node)
         if kwargs and not (origin and self.m.catalog.sink_calls.match(origin)):
             self.check_payload_shape(kwargs, node)
+            for name, val in kwargs.items():  # `llm.aask(req, system_msgs=[prompt])`: named for its layer
+                self.check_stable_target(name, f"{name}=", val, entry_node(node, name, val))
 
     def _source_result(self, node, spec, what, args, kwargs, receiver: Val | None = None) -> Val:
         step = self.m.step(node, f"{spec.note}: `{self.m.snippet(node, 40)}`")
