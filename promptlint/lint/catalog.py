@@ -19,7 +19,7 @@ from pathlib import Path
 
 from promptlint import __version__
 from promptlint.lint.diagnostic import RuleDoc, Settings
-from promptlint.lint.literal_search import TextTest
+from promptlint.lint.literal_search import TextTest, merged_tokens, token_test
 
 _HERE = Path(__file__).resolve().parent.parent  # the promptlint package
 
@@ -348,15 +348,10 @@ class Catalog:
 
     @staticmethod
     def _spec_tokens(spec) -> dict[str, bool]:
-        """The names a sink is called by, each with whether it is written after a dot.
-
-        A class or function (``SystemMessage``, ``completion``) may be imported and called by
-        its bare name; a method of an instance or a class (``().chat``,
-        ``ChatPromptTemplate.from_messages``) is always written ``x.chat``, so a file where
-        the word appears only in a ``def``, a docstring or a comment holds no call of it. The
-        dotted tail of a client method (``messages.create``) is matched as it is. Shapes of
-        sinks match only a call on an attribute (``?.bind_tools``); those of decorators and
-        checks may match an imported name."""
+        """The names a sink is called by, each with whether it is written after a dot: a class
+        or function (``SystemMessage``, ``completion``) may be called bare; a method
+        (``().chat``, ``ChatPromptTemplate.from_messages``) is always ``x.chat``. Sink shapes
+        match only calls on an attribute; decorator and check shapes may be imported names."""
         tokens = {shape: isinstance(spec, SinkSpec) for shape in spec.shapes}
         for pattern in getattr(spec, "callees", ()) + getattr(spec, "decorators", ()):
             if "()" in pattern:
@@ -373,15 +368,6 @@ class Catalog:
         """Top-level modules that a file must import to contain a sink."""
         return set(self._tokens_by_root)
 
-    @staticmethod
-    def _token_test(tokens: dict[str, bool]) -> TextTest:
-        """Whether a text names one of ``tokens`` (name -> written after a dot), as a word."""
-        branches = []
-        for name, dotted in sorted(tokens.items()):
-            words = r"\s*\.\s*".join(map(re.escape, name.split(".")))
-            branches.append(rf"\.\s*{words}\b" if dotted and "." not in name else rf"\b{words}\b")
-        return TextTest("|".join(branches) or r"(?!)")
-
     def _prefilter_regex(self) -> TextTest:
         """Tokens without which no sink can appear in a piece of code (any library).
 
@@ -392,22 +378,13 @@ class Catalog:
         for spec in [*self.sinks, *self.checks, *self.decorators]:
             for root in self._spec_roots(spec):
                 specs_by_root.setdefault(root, []).append(self._spec_tokens(spec))
-        self._tokens_by_root = {root: self._merged(tokens) for root, tokens in specs_by_root.items()}
+        self._tokens_by_root = {root: merged_tokens(tokens) for root, tokens in specs_by_root.items()}
         self._test_by_roots: dict[frozenset, TextTest] = {}
         roots = "|".join(sorted(re.escape(r).replace(r"\*", r"\w*") for r in self._tokens_by_root))
         self._import_regex = re.compile(
             r"^[ \t]*(?:from[ \t]+(%s)\b|import[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*(%s)\b)" % (roots, roots), re.MULTILINE)
         # Inside an admitted file, any mention picks a function for eager analysis, as before.
-        return self._token_test(dict.fromkeys(self._merged(self._tokens_by_root.values()), False))
-
-    @staticmethod
-    def _merged(token_maps) -> dict[str, bool]:
-        """Several specs' or roots' tokens together: a name written bare by any is bare."""
-        merged: dict[str, bool] = {}
-        for tokens in token_maps:
-            for name, dotted in tokens.items():
-                merged[name] = merged.get(name, True) and dotted
-        return merged
+        return token_test(dict.fromkeys(merged_tokens(self._tokens_by_root.values()), False))
 
     def source_method(self, name: str) -> SourceSpec | None:
         """The source a method of this name reads (``retrieve``, or a pattern: ``search_*``)."""
@@ -434,7 +411,7 @@ class Catalog:
         test = self._test_by_roots.get(roots)
         if test is None:
             wanted = [t for key, t in self._tokens_by_root.items() if any(fnmatch.fnmatchcase(r, key) for r in roots)]
-            test = self._test_by_roots[roots] = self._token_test(self._merged(wanted))
+            test = self._test_by_roots[roots] = token_test(merged_tokens(wanted))
         return test.search(text)
 
 
