@@ -19,7 +19,7 @@ from pathlib import Path
 
 from promptlint import __version__
 from promptlint.lint.diagnostic import RuleDoc, Settings
-from promptlint.lint.literal_search import TextTest
+from promptlint.lint.literal_search import TextTest, merged_tokens, token_test
 
 _HERE = Path(__file__).resolve().parent.parent  # the promptlint package
 
@@ -351,41 +351,44 @@ class Catalog:
         return roots
 
     @staticmethod
-    def _spec_tokens(spec) -> set[str]:
-        """The names a sink is called by: a class or function name (``SystemMessage``,
-        ``completion``), or the dotted tail of a client method (``messages.create``)."""
-        tokens = set(spec.shapes)
+    def _spec_tokens(spec) -> dict[str, bool]:
+        """The names a sink is called by, each with whether it is written after a dot: a class
+        or function (``SystemMessage``, ``completion``) may be called bare; a method
+        (``().chat``, ``ChatPromptTemplate.from_messages``) is always ``x.chat``. Sink shapes
+        match only calls on an attribute; decorator and check shapes may be imported names."""
+        tokens = {shape: isinstance(spec, SinkSpec) for shape in spec.shapes}
         for pattern in getattr(spec, "callees", ()) + getattr(spec, "decorators", ()):
-            tail = pattern.rsplit("()", 1)[1].lstrip(".") if "()" in pattern else pattern.rsplit(".", 1)[-1]
+            if "()" in pattern:
+                tail, method = pattern.rsplit("()", 1)[1].lstrip("."), True
+            else:
+                parts = pattern.rsplit(".", 2)
+                tail, method = parts[-1], len(parts) > 1 and parts[-2][:1].isupper()
             tail = tail.strip("*")
             if tail and all(part.isidentifier() for part in tail.split(".")):
-                tokens.add(tail)
+                tokens[tail] = tokens.get(tail, True) and method
         return tokens
 
     def library_roots(self) -> set[str]:
         """Top-level modules that a file must import to contain a sink."""
         return set(self._tokens_by_root)
 
-    @staticmethod
-    def _token_regex(tokens) -> re.Pattern:
-        alternatives = [r"\s*\.\s*".join(map(re.escape, t.split("."))) for t in sorted(tokens)]
-        return re.compile(r"\b(?:%s)\b" % "|".join(alternatives) if alternatives else r"(?!)")
-
-    def _prefilter_regex(self) -> re.Pattern:
+    def _prefilter_regex(self) -> TextTest:
         """Tokens without which no sink can appear in a piece of code (any library).
 
         Keyword names such as ``content=`` are not tokens: they would let most files of a
         framework through.
         """
-        self._tokens_by_root: dict[str, set[str]] = {}
+        specs_by_root: dict[str, list[dict[str, bool]]] = {}
         for spec in [*self.sinks, *self.checks, *self.decorators]:
             for root in self._spec_roots(spec):
-                self._tokens_by_root.setdefault(root, set()).update(self._spec_tokens(spec))
-        self._regex_by_roots: dict[frozenset, re.Pattern] = {}
+                specs_by_root.setdefault(root, []).append(self._spec_tokens(spec))
+        self._tokens_by_root = {root: merged_tokens(tokens) for root, tokens in specs_by_root.items()}
+        self._test_by_roots: dict[frozenset, TextTest] = {}
         roots = "|".join(sorted(re.escape(r).replace(r"\*", r"\w*") for r in self._tokens_by_root))
         self._import_regex = re.compile(
             r"^[ \t]*(?:from[ \t]+(%s)\b|import[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*(%s)\b)" % (roots, roots), re.MULTILINE)
-        return self._token_regex(set().union(*self._tokens_by_root.values()))
+        # Inside an admitted file, any mention picks a function for eager analysis, as before.
+        return token_test(dict.fromkeys(merged_tokens(self._tokens_by_root.values()), False))
 
     def source_method(self, name: str) -> SourceSpec | None:
         """The source a method of this name reads (``retrieve``, or a pattern: ``search_*``)."""
@@ -409,11 +412,11 @@ class Catalog:
         roots = frozenset(a or b for a, b in self._import_regex.findall(text))
         if not roots:
             return False
-        regex = self._regex_by_roots.get(roots)
-        if regex is None:
-            tokens = set().union(*(t for key, t in self._tokens_by_root.items() for r in roots if fnmatch.fnmatchcase(r, key)))
-            regex = self._regex_by_roots[roots] = self._token_regex(tokens)
-        return regex.search(text) is not None
+        test = self._test_by_roots.get(roots)
+        if test is None:
+            wanted = [t for key, t in self._tokens_by_root.items() if any(fnmatch.fnmatchcase(r, key) for r in roots)]
+            test = self._test_by_roots[roots] = token_test(merged_tokens(wanted))
+        return test.search(text)
 
 
 def _as_tuple(value, where: str, key: str) -> tuple:

@@ -80,3 +80,22 @@ class TextTest:
     @staticmethod
     def _at_boundary(text: str, pos: int) -> bool:
         return (pos > 0 and _word_char(text[pos - 1])) != (pos < len(text) and _word_char(text[pos]))
+
+
+def token_test(tokens: dict[str, bool]) -> TextTest:
+    """Whether a text names one of ``tokens`` as a word: name -> written after a dot (a method:
+    ``.invoke``); a dotted name (``messages.create``) is matched with its dots."""
+    branches = []
+    for name, dotted in sorted(tokens.items()):
+        words = r"\s*\.\s*".join(map(re.escape, name.split(".")))
+        branches.append(rf"\.\s*{words}\b" if dotted and "." not in name else rf"\b{words}\b")
+    return TextTest("|".join(branches) or r"(?!)")
+
+
+def merged_tokens(token_maps) -> dict[str, bool]:
+    """Several specs' or libraries' tokens together: a name written bare by any is bare."""
+    merged: dict[str, bool] = {}
+    for tokens in token_maps:
+        for name, dotted in tokens.items():
+            merged[name] = merged.get(name, True) and dotted
+    return merged

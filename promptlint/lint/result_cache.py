@@ -34,7 +34,7 @@ from promptlint.lint.diagnostic import Diagnostic, FileResult, Fix, TraceStep
 from promptlint.lint.writing import replace_atomically
 
 CACHE_DIR = ".promptlint_cache"
-FORMAT = "4"  # bump when the entry layout changes
+FORMAT = "5"  # bump when the entry layout changes (5: a method in param_sink_functions is ".name")
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by promptlint.\n"
 _GITIGNORE = "# Created by promptlint automatically.\n*\n"
 _MAX_PACK_BYTES = 256 * 1024 * 1024

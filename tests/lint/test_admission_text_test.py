@@ -50,3 +50,54 @@ def test_the_catalogs_shape_test_agrees_with_its_regex_on_near_misses():
 
 def test_branches_split_only_at_the_top_level():
     assert _top_level_branches(r"a(?:b|c)|[|]d|\|e|f") == ["a(?:b|c)", "[|]d", r"\|e", "f"]
+
+
+# --- which files a sink library's import admits (issue 14: method sinks need a dot) ----------
+
+LANGCHAIN_OPENAI = "from langchain_openai import ChatOpenAI\n\nllm = ChatOpenAI()\n"
+
+
+def test_a_method_sink_admits_a_file_where_its_name_follows_a_dot():
+    catalog = load_catalog()
+    assert catalog.might_contain_sink(LANGCHAIN_OPENAI + "reply = llm.invoke(messages)\n")
+    assert catalog.might_contain_sink(LANGCHAIN_OPENAI + "reply = (llm\n       .invoke(messages))\n")
+    assert catalog.might_contain_sink(LANGCHAIN_OPENAI + "send = llm.ainvoke\n")  # called later by alias
+    assert catalog.might_contain_sink("import cohere\n\nco = cohere.Client()\nco.chat(message=q)\n")
+    assert catalog.might_contain_sink("from langchain_core.prompts import ChatPromptTemplate\n\n"
+                                      "prompt = ChatPromptTemplate.from_messages(pairs)\n")
+
+
+def test_a_method_sinks_bare_word_no_longer_admits_a_file():
+    catalog = load_catalog()
+    assert not catalog.might_contain_sink(LANGCHAIN_OPENAI + "def invoke(messages):\n    '''invoke the model'''\n")
+    assert not catalog.might_contain_sink("import cohere\n\n# chat with the user\ndef chat(q):\n    return q\n")
+    # `typing_extensions.override` is not the `override` method of a langchain model.
+    assert not catalog.might_contain_sink("from langchain_core.runnables import Runnable\n"
+                                          "from typing_extensions import override\n\n\n"
+                                          "class R(Runnable):\n    @override\n    def run(self): ...\n")
+
+
+def test_a_function_or_class_sink_still_admits_by_its_bare_name():
+    catalog = load_catalog()
+    assert catalog.might_contain_sink("from litellm import completion\n\ncompletion(model='m', messages=msgs)\n")
+    assert catalog.might_contain_sink("from agno.agent import Agent\n\nagent = Agent(add_datetime_to_context=True)\n")
+
+
+def test_a_caller_of_a_method_that_carries_a_parameter_into_a_sink_is_analysed_only_where_it_calls_one(tmp_path):
+    from promptlint.lint.diagnostic import Settings
+    from promptlint.lint.engine import lint_paths
+
+    (tmp_path / "helpers.py").write_text(
+        "import anthropic\n\nclient = anthropic.Anthropic()\n\n\nclass Assistant:\n"
+        "    def ask(self, system_text, question):\n"
+        "        return client.messages.create(model='m', max_tokens=10, system=system_text,\n"
+        "                                      messages=[{'role': 'user', 'content': question}])\n")
+    (tmp_path / "app.py").write_text(
+        "from datetime import datetime\n\nimport helpers\n\n\ndef main(question):\n"
+        "    return helpers.Assistant().ask(f'Today is {datetime.now()}', question)\n")
+    # Imports the module and names `ask`, but only as a function of its own: not analysed.
+    (tmp_path / "other.py").write_text(
+        "import helpers\n\n\ndef ask(question):\n    '''Not the assistant's method.'''\n    return question\n")
+    report = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1)
+    assert [(d.path.rsplit("/", 1)[-1], d.line, d.code) for d in report.diagnostics] == [("app.py", 7, "PC101")]
+    assert report.analyzed == 2  # helpers.py (a sink) and app.py (a caller of Assistant.ask)

@@ -191,9 +191,10 @@ class ModuleAnalysis:
         for ref in [*self.functions.values(), *(m for c in self.classes.values() for m in c.methods.values())]:
             summary = self.summaries.get(id(ref.node))
             if summary is not None and summary.param_sinks:
-                out.append(ref.node.name)
-                if ref.cls is not None:  # `Builder(text)` names the class, not `__init__`
-                    out.append(ref.cls.name)
+                if ref.cls is None:
+                    out.append(ref.node.name)
+                else:  # a method is called as `x.build(text)`; `Builder(text)` names the class
+                    out += ["." + ref.node.name, ref.cls.name]
         return sorted(set(out))
 
     def summary(self, ref: FunctionRef) -> Summary:

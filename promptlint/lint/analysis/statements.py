@@ -48,25 +48,27 @@ def _callee_name(node: ast.AST) -> str:
 
 def counting_only_names(func: ast.AST) -> frozenset[str]:
     """Local names whose every read is an argument of a token-counting call (or a method call on
-    the name that adds to it): the prompt they hold is measured, not sent."""
-    counted: set[str] = set()
-    other: set[str] = set()
-    parents: dict[int, ast.AST] = {}
-    for parent in ast.walk(func):
-        for child in ast.iter_child_nodes(parent):
-            parents[id(child)] = parent
+    the name that adds to it): the prompt they hold is measured, not sent (cached on the node)."""
+    found = getattr(func, "_promptlint_count_only", None)
+    if found is not None:
+        return found
+    names: list[ast.Name] = []
+    counting: set[int] = set()  # names passed to a counting call
+    adding: set[int] = set()  # names read as `name.append` where a call reads it
     for node in ast.walk(func):
-        if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
-            continue
-        parent = parents.get(id(node))
-        if isinstance(parent, ast.Call) and node in parent.args and _COUNTING_CALLS.match(_callee_name(parent.func)):
-            counted.add(node.id)
-        elif isinstance(parent, ast.Attribute) and parent.attr in ("append", "extend", "insert") \
-                and isinstance(parents.get(id(parent)), ast.Call):
-            continue  # `msgs.append(...)` adds to the list, it does not send it
-        else:
-            other.add(node.id)
-    return frozenset(counted - other)
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                names.append(node)
+        elif isinstance(node, ast.Call):
+            if _COUNTING_CALLS.match(_callee_name(node.func)):
+                counting.update(id(a) for a in node.args if isinstance(a, ast.Name))
+            for part in (node.func, *node.args):
+                if isinstance(part, ast.Attribute) and part.attr in ("append", "extend", "insert"):
+                    adding.add(id(part.value))
+    counted = {n.id for n in names if id(n) in counting}
+    other = {n.id for n in names if id(n) not in counting and id(n) not in adding}
+    func._promptlint_count_only = found = frozenset(counted - other)
+    return found
 
 
 class Statements:
@@ -107,7 +109,8 @@ class Statements:
         if isinstance(node, ast.Lambda):
             self.ret = self.eval(node.body)
         else:
-            if "token" in self.m._segment(node) or "len(" in self.m._segment(node):
+            segment = self.m._segment(node)
+            if "token" in segment or "len(" in segment:
                 self.count_only = counting_only_names(node)
             self.run_block(node.body)
             self.check_decorators(node)
