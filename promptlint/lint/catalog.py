@@ -214,6 +214,7 @@ class DecoratorSpec(NamedTuple):
     decorators: tuple[str, ...]
     shapes: tuple[str, ...] = ()
     imports: tuple[str, ...] = ()
+    when: tuple[Condition, ...] = ()  # on the decorator call's keywords (`dynamic=True`)
 
 
 class CheckSpec(NamedTuple):
@@ -523,11 +524,11 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
         ))
     for i, e in enumerate(data.get("decorators") or []):
         where = f"{path}: decorators[{i}]"
-        _check_keys(e, {"id", "layer", "decorators", "shapes", "imports"}, where)
+        _check_keys(e, {"id", "layer", "decorators", "shapes", "imports", "when"}, where)
         catalog.decorators.append(DecoratorSpec(
             id=str(e.get("id", f"decorator-{i}")), layer=str(e.get("layer", "stable layer")),
             decorators=_as_tuple(e.get("decorators"), where, "decorators"), shapes=_as_tuple(e.get("shapes"), where, "shapes"),
-            imports=_as_tuple(e.get("imports"), where, "imports"),
+            imports=_as_tuple(e.get("imports"), where, "imports"), when=_conditions(e.get("when"), where),
         ))
     for i, e in enumerate(data.get("checks") or []):
         where = f"{path}: checks[{i}]"

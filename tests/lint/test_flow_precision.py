@@ -333,3 +333,16 @@ def test_two_orderings_with_their_own_fixes_stay_two_findings():
 ''')
     assert [d.code for d in found] == ["PC501", "PC501"]
     assert len({d.fix for d in found}) == 2 and all(d.fix is not None for d in found)
+
+
+def test_a_name_assigned_under_a_branch_in_a_loop_still_joins():
+    source = '''import time
+
+def build(parts):
+    text = "You are terse."
+    for p in parts:
+        if p:
+            text = text + f" {time.time()}"
+    return [{"role": "system", "content": text}]
+'''
+    assert [d.code for d in lint_source(source)] == ["PC101"]

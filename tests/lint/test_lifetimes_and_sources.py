@@ -382,3 +382,24 @@ def build():
     return [{{"role": "system", "content": SYSTEM}}]
 '''
     assert codes(source) in (["PC101"], ["PC201"])
+
+
+# ---------------------------------------------- pydantic-ai: when a prompt function runs
+PYDANTIC = '''from datetime import datetime
+from pydantic_ai import Agent
+
+agent = Agent("openai:gpt-5")
+
+@agent.{decorator}
+def stamp() -> str:
+    return f"Now: {{datetime.now()}}"
+'''
+
+
+@pytest.mark.parametrize("decorator,expected", [
+    ("instructions", ["PC101"]),                      # every run
+    ("system_prompt(dynamic=True)", ["PC101"]),       # re-evaluated every run
+    ("system_prompt", []),                            # only when a conversation starts
+])
+def test_pydantic_ai_prompt_functions_run_when_the_library_says(decorator, expected):
+    assert codes(PYDANTIC.format(decorator=decorator)) == expected

@@ -229,6 +229,11 @@ class Sinks:
             if not specs:
                 tail = origin.rsplit(".", 1)[-1]
                 specs = [d for shape, d in catalog.decorator_shapes if shape == tail and "." in origin and self.m.imports_library(d.imports)]
+            if isinstance(dec, ast.Call) and any(spec.when for spec in specs):
+                kwargs = {k.arg: self.eval(k.value) for k in dec.keywords if k.arg}
+                specs = [s for s in specs if all(self._condition(c, kwargs) for c in s.when)]
+            else:
+                specs = [s for s in specs if not s.when]
             for spec in specs:
                 for ret_node in self.return_nodes:
                     self._report_val(self.ret_for(ret_node), ret_node, spec.layer, "value")
