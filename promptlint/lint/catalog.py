@@ -19,7 +19,7 @@ from pathlib import Path
 
 from promptlint import __version__
 from promptlint.lint.diagnostic import RuleDoc, Settings
-from promptlint.lint.literal_search import TextTest, merged_tokens, token_test
+from promptlint.lint.literal_search import SHAPE_TOKENS, TextTest, merged_tokens, token_test
 
 _HERE = Path(__file__).resolve().parent.parent  # the promptlint package
 
@@ -283,21 +283,6 @@ class PatternTable:
         return list(hits)
 
 
-# Shapes that are stable layers whatever library sends them: a system/developer-role message
-# in any spelling, a ("system", ...) pair, a request payload's system/instructions keys, a
-# template with a clock inside.
-_SHAPE_TOKENS = (
-    r"""["']role["']\s*:\s*["'](?:system|developer)["']"""
-    r"""|\brole\s*=\s*(?:["'](?:system|developer)["']|(?:[\w.]*\.)?(?:SYSTEM|DEVELOPER)\b|[\w.]*\.(?:system|developer)\b)"""
-    # A role test: the system message is edited in place (`if msgs[0][ROLE] == SYSTEM: ... +=`).
-    r"""|\b(?:role|ROLE)["']?\s*\]?\s*==\s*(?:["'](?:system|developer)["']|(?:[\w.]*\.)?(?:SYSTEM|DEVELOPER|system|developer)\b)"""
-    r"""|\bSystem(?:Message|Content|Prompt|PromptPart|MessagePromptTemplate)\s*\("""
-    r"""|\(\s*["']system["']\s*,"""
-    r"""|["']system(?:_instruction|Instruction)?["']\s*:|["']instructions["']\s*:|["']preamble["']\s*:"""
-    r"""|\bsystem(?:_prompt|_instruction)?=(?!=)|\bpreamble=(?!=)"""
-    r"""|\{[{%][^}\n]{0,80}\bnow\s*\("""
-    r"""|["']input_schema["']\s*:|["']inputSchema["']\s*:|["']parameters["']\s*:\s*\{\s*["']type["']"""
-)
 
 
 @dataclass
@@ -339,7 +324,7 @@ class Catalog:
         self._stable_layers = [(re.compile(n.pattern), n.layer) for n in self.stable_names]
         # Admission without an SDK import: a stable-layer shape or name anywhere in the text.
         names = "|".join(f"(?:{n.pattern.strip('^$')})" for n in self.stable_names)
-        self.shape_prefilter = TextTest(_SHAPE_TOKENS + (rf"|\bdef\s+(?:{names})\b|\bclass\s+(?:{names})\b|\.(?:{names})\s*(?:\+?=|\.append)" if names else ""))
+        self.shape_prefilter = TextTest(SHAPE_TOKENS + (rf"|\bdef\s+(?:{names})\b|\bclass\s+(?:{names})\b|\.(?:{names})\s*(?:\+?=|\.append)" if names else ""))
         return self
 
     @staticmethod

@@ -99,3 +99,20 @@ def merged_tokens(token_maps) -> dict[str, bool]:
         for name, dotted in tokens.items():
             merged[name] = merged.get(name, True) and dotted
     return merged
+
+
+# Shapes that are stable layers whatever library sends them: a system/developer-role message
+# in any spelling, a ("system", ...) pair, a request payload's system/instructions keys, a
+# template with a clock inside.
+SHAPE_TOKENS = (
+    r"""["']role["']\s*:\s*["'](?:system|developer)["']"""
+    r"""|\brole\s*=\s*(?:["'](?:system|developer)["']|(?:[\w.]*\.)?(?:SYSTEM|DEVELOPER)\b|[\w.]*\.(?:system|developer)\b)"""
+    # A role test: the system message is edited in place (`if msgs[0][ROLE] == SYSTEM: ... +=`).
+    r"""|\b(?:role|ROLE)["']?\s*\]?\s*==\s*(?:["'](?:system|developer)["']|(?:[\w.]*\.)?(?:SYSTEM|DEVELOPER|system|developer)\b)"""
+    r"""|\bSystem(?:Message|Content|Prompt|PromptPart|MessagePromptTemplate)\s*\("""
+    r"""|\(\s*["']system["']\s*,"""
+    r"""|["']system(?:_instruction|Instruction)?["']\s*:|["']instructions["']\s*:|["']preamble["']\s*:"""
+    r"""|\bsystem(?:_prompt|_instruction)?=(?!=)|\bpreamble=(?!=)"""
+    r"""|\{[{%][^}\n]{0,80}\bnow\s*\("""
+    r"""|["']input_schema["']\s*:|["']inputSchema["']\s*:|["']parameters["']\s*:\s*\{\s*["']type["']"""
+)
