@@ -12,7 +12,7 @@ import pytest
 from promptlint.lint.catalog import rules_dir
 from promptlint.lint.diagnostic import Settings
 from promptlint.lint.discover import collect_files
-from promptlint.lint.engine import lint_source
+from promptlint.lint.engine import lint_paths, lint_source
 
 
 def codes(source: str, settings: Settings | None = None) -> list[str]:
@@ -403,3 +403,35 @@ def stamp() -> str:
 ])
 def test_pydantic_ai_prompt_functions_run_when_the_library_says(decorator, expected):
     assert codes(PYDANTIC.format(decorator=decorator)) == expected
+
+
+# ---------------------------------------------------- memory files named by a constant
+def test_a_memory_file_named_by_a_module_constant_is_read_per_turn(tmp_path):
+    (tmp_path / "ws.py").write_text('''import os
+
+MEMORY_FILENAME = "MEMORY.md"
+
+
+def load_context_files(workspace_dir):
+    out = []
+    for name in [MEMORY_FILENAME]:
+        with open(os.path.join(workspace_dir, name), encoding="utf-8") as f:
+            out.append(f.read())
+    return out
+''')
+    (tmp_path / "builder.py").write_text('''from pathlib import Path
+from ws import MEMORY_FILENAME, load_context_files
+
+
+class Agent:
+    def __init__(self, root):
+        self.snapshot = Path(root, MEMORY_FILENAME).read_text()  # read once, when the agent is made
+
+    def build_system_prompt(self, root):
+        return "You are terse.\\n" + "\\n".join(load_context_files(root))
+
+    def build_system_prompt_from_snapshot(self):
+        return "You are terse.\\n" + self.snapshot
+''')
+    found = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1).diagnostics
+    assert [(Path(d.path).name, d.line, d.code) for d in found] == [("builder.py", 10, "PC401")]

@@ -349,3 +349,40 @@ class Role:
     found = diags(source)
     assert [d.code for d in found] == ["PC101"]
     assert "recognised by the name `system_msgs=`" in found[0].message
+
+
+def test_a_system_message_added_to_a_history_is_late_not_stable():
+    source = '''import time
+
+def step(conversation, agent):
+    conversation.add(role="System", content=f"Round finished at {time.time()}")
+    conversation.add_message(role="system", content=f"Status: {time.time()}")
+    return agent.run(conversation.get_str())
+'''
+    assert diags(source) == []
+
+
+def test_a_system_message_built_by_keywords_elsewhere_is_still_a_sink():
+    source = '''import time
+
+def build(Message):
+    return [Message(role="system", content=f"Now: {time.time()}")]
+'''
+    assert [d.code for d in diags(source)] == ["PC101"]
+
+
+def test_a_template_fill_or_a_record_with_a_layer_keyword_is_not_a_sink():
+    source = '''import time
+from pydantic import BaseModel
+
+
+class Preview(BaseModel):
+    system_prompt: str
+
+
+def preview(template):
+    shown = Preview(system_prompt=f"Rendered at {time.time()}")
+    text = template.format(instructions=f"Rendered at {time.time()}")
+    return shown, text
+'''
+    assert diags(source) == []

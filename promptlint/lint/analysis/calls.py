@@ -24,6 +24,8 @@ _REQUEST_METHODS = {"create", "stream", "parse", "generate_content", "generate_c
 #: is not what reaches the prompt (docs/field.md), so host and environment taints stop here.
 _CONTENT_READERS = {"builtins.open", "io.open", "codecs.open", "json.load", "yaml.safe_load", "yaml.load",
                     "tomllib.load", "tomli.load"}
+#: Methods that add a message to a conversation's history: it lands after the history, late.
+_HISTORY_ADDERS = {"add", "append", "add_message", "append_message", "add_to_history", "push", "log", "record"}
 _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
 #: Keywords that name a membership filter (what to leave out or let through, ORM ``__in``).
 _MEMBERSHIP_KEYWORD = re.compile(
@@ -162,7 +164,9 @@ class Calls:
                 return result
         if origin in _CONTENT_READERS or (isinstance(node.func, ast.Attribute) and node.func.attr in _CONTENT_METHODS):
             located = merge(func.taints, *(a.taints for a in args), *(v.taints for v in kwargs.values()))
-            content = tuple(t._replace(code=LOCATED) if t.param >= 0 else t for t in located if not t.code.startswith("PC3"))
+            # Read here: a file read once (import time, `__init__`) is frozen like any value.
+            content = tuple(t._replace(code=LOCATED) if t.param >= 0 else t._replace(unread=False)
+                            for t in located if not t.code.startswith("PC3"))
             return Val(content, origin=call_origin, node=node,
                        template=func.template or next((a.template for a in args if a.template is not None), None))
         if isinstance(node.func, ast.Attribute):
@@ -219,6 +223,8 @@ class Calls:
         # 4. templates, joins, mutators, everything else: taint flows through
         recv_val = self.eval(node.func.value) if isinstance(node.func, ast.Attribute) else EMPTY
         method = node.func.attr if isinstance(node.func, ast.Attribute) else None
+        if method == "join" and len(args) > 1:  # `os.path.join(root, "MEMORY.md")`: a path of all its parts
+            return Val(merge(*(a.taints for a in args)), node=node)
         if method == "join" and args:
             consumed = tuple(self._consumed(t, node.args[0]) if t.label == "unordered" else t for t in args[0].taints)
             return Val(merge(recv_val.taints, consumed), node=node)
@@ -275,14 +281,21 @@ class Calls:
                 at = entry_node(node, key, text) if key else (node.args[0] if node.args else node)
                 self.sink_value(text, at, "value", "system message (recognised by its shape)")
             return
-        if "role" in kwargs and origin != "builtins.dict":
+        adds = isinstance(node.func, ast.Attribute) and node.func.attr in _HISTORY_ADDERS
+        if "role" in kwargs and origin != "builtins.dict" and not adds:
+            # (`conversation.add(role="System", content=status)` puts a message after the history.)
             self.check_message_shape(kwargs, node)
         elif origin == "builtins.dict" and not self.defer_shapes:
             self.check_message_shape(kwargs, node)
         if kwargs and not (origin and self.m.catalog.sink_calls.match(origin)):
             self.check_payload_shape(kwargs, node)
-            for name, val in kwargs.items():  # `llm.aask(req, system_msgs=[prompt])`: named for its layer
-                self.check_stable_target(name, f"{name}=", val, entry_node(node, name, val))
+            # `llm.aask(req, system_msgs=[prompt])`: a keyword named for its layer, at a call that
+            # is neither a template fill (`.format(instructions=...)`) nor a project class's
+            # constructor (a record such as a UI preview; a real one is followed through __init__).
+            fills = isinstance(node.func, ast.Attribute) and node.func.attr in _TEMPLATE_METHODS
+            if not fills and not (origin and origin.startswith("@") and "()" not in origin):
+                for name, val in kwargs.items():
+                    self.check_stable_target(name, f"{name}=", val, entry_node(node, name, val))
 
     def _source_result(self, node, spec, what, args, kwargs, receiver: Val | None = None) -> Val:
         step = self.m.step(node, f"{spec.note}: `{self.m.snippet(node, 40)}`")

@@ -76,7 +76,8 @@ class Expressions:
             taints = []
             if len(node.value) < 300:
                 for spec in self.m.catalog.source_strings.match(node.value.rsplit("/", 1)[-1]):
-                    taints.append(Taint(spec.code, spec.label, (self.m.step(node, f"{spec.note}: reads `{node.value}`"),)))
+                    taints.append(Taint(spec.code, spec.label, (self.m.step(node, f"{spec.note}: reads `{node.value}`"),),
+                                        unread=True))
             if "{{" in node.value or "{%" in node.value:
                 taints += self._jinja_taints(node.value, node.lineno, self.m.path, node)
             if node.value.endswith(_FILE_TEMPLATE_SUFFIXES) and "\n" not in node.value and self.m.project is not None:

@@ -53,6 +53,7 @@ class Taint(NamedTuple):
     fix: Fix | None = None
     report_at: TraceStep | None = None  # template line: report there instead of at the sink
     role_only: bool = False  # a parameter taint picked out by a role dispatch (`if m["role"] == "system"`)
+    unread: bool = False  # a file's name, not yet its content: what varies is read later, when it is used
 
     def key(self) -> tuple:
         first = self.steps[0] if self.steps else None
@@ -182,7 +183,7 @@ LOCATED = "located"
 def frozen_ok(t: Taint) -> bool:
     """Taints that survive being computed once (import time, ``__init__``): orderings, symbolic
     parameters, and template expressions that are evaluated each time the template renders."""
-    return t.label == "unordered" or t.param >= 0 or t.report_at is not None
+    return t.label == "unordered" or t.param >= 0 or t.report_at is not None or t.unread
 
 
 def _const_str(val: Val | None) -> str | None:
