@@ -346,3 +346,34 @@ def build(parts):
     return [{"role": "system", "content": text}]
 '''
     assert [d.code for d in lint_source(source)] == ["PC101"]
+
+
+def test_a_records_fields_reach_a_prompt_built_from_a_list_of_records():
+    source = '''from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class ContextFile:
+    path: str
+    content: str
+
+
+def load(root):
+    files = []
+    files.append(ContextFile(path="MEMORY.md", content=Path(root, "MEMORY.md").read_text()))
+    return files
+
+
+def build_system_prompt(root):
+    lines = []
+    for f in load(root):
+        lines.append(f"## {f.path}\\n{f.content}")
+    return "\\n".join(lines)
+
+
+def only_the_path(root):
+    record = ContextFile(path="notes", content=Path(root, "MEMORY.md").read_text())
+    return [{"role": "system", "content": record.path}]
+'''
+    assert [(d.code, d.line) for d in lint_source(source)] == [("PC401", 21)]
