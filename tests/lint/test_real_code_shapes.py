@@ -386,3 +386,20 @@ def preview(template):
     return shown, text
 '''
     assert diags(source) == []
+
+
+def test_writes_through_an_alias_of_a_part_of_the_argument_reach_the_caller():
+    source = '''from datetime import datetime
+
+
+def enrich(context):
+    data = context.setdefault("recipient_data", {})
+    data["current_time"] = datetime.now().strftime("%H:%M:%S")
+
+
+def build_messages(prompt):
+    context = {"recipient_data": {"name": "x"}}
+    enrich(context)
+    return [{"role": "system", "content": prompt.format(**context["recipient_data"])}]
+'''
+    assert [(d.code, d.line) for d in diags(source)] == [("PC101", 12)]

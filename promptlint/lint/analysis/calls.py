@@ -505,8 +505,8 @@ class Calls:
         if at is None or isinstance(at, ast.Starred) or self._dotted_local(at) is None:
             return
         taints = merge(arg.taints, tuple(t._replace(steps=clip(t.steps + (call_step,))) for t in written))
-        self._update_container(at, Val(taints, origin=arg.origin, items=arg.items, keys=arg.keys, node=arg.node,
-                                       template=arg.template))
+        # Where inside the object the callee wrote is not known: its structure is no longer either.
+        self._update_container(at, Val(taints, origin=arg.origin, node=arg.node, template=arg.template))
 
     def _store_params_in_attrs(self, node: ast.Call, ref: FunctionRef, actual: dict[int, Val]) -> None:
         """``builder.add_section("Now", clock())`` where ``add_section`` keeps its parameter in

@@ -120,13 +120,17 @@ class Statements:
     def _param_writes(self, node: ast.AST, given: dict[str, tuple[Taint, ...]]) -> dict[int, tuple[Taint, ...]]:
         """Sources written into a parameter's object (``context["time"] = now()``, ``parts.append(x)``):
         the caller's argument holds them after the call. A name the body rebinds is not the argument."""
-        rebound = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        stores = [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+        rebound = set(stores)
+        aliases = _aliases(node, {n for n in stores if stores.count(n) == 1})
         writes = {}
         for i, name in enumerate(self.params):
             val = self.env.get(name)
             if name in rebound or name in ("self", "cls") or val is None:
                 continue
-            new = tuple(t for t in val.taints if t.param < 0 and t not in given[name])
+            # `data = context.setdefault("recipient", {})`: writes into `data` are writes into `context`.
+            held = merge(val.taints, *(self.env[a].taints for a, p in aliases.items() if p == name and a in self.env))
+            new = tuple(t for t in held if t.param < 0 and t not in given[name])
             if new:
                 step = self.m.step(node, f"written into `{name}` by {getattr(node, 'name', 'lambda')}()")
                 writes[i] = tuple(t.then(step) for t in new)
@@ -389,6 +393,26 @@ class Statements:
         self.env[name] = val if name not in self.env or self.depth == 0 else join(self.env[name], val)
         if self.cls is not None and name.startswith("self.") and name.count(".") == 1:
             self.cls.attrs[name[5:]] = self.env[name]
+
+
+def _aliases(func: ast.AST, once: set[str]) -> dict[str, str]:
+    """Names bound once to a part of a parameter's object (``x = p.setdefault(k, {})``,
+    ``x = p[k]``, ``x = p.get(k)``, ``x = p.attr``): alias -> parameter name."""
+    out = {}
+    for stmt in ast.walk(func):
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and stmt.targets[0].id in once):
+            continue
+        value = stmt.value
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("setdefault", "get"):
+            value = value.func.value
+        elif isinstance(value, (ast.Subscript, ast.Attribute)):
+            value = value.value
+        else:
+            continue
+        if isinstance(value, ast.Name):
+            out[stmt.targets[0].id] = value.id
+    return out
 
 
 #: Annotations under which a per-turn parameter is (or holds) text.
