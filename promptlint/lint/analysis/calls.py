@@ -415,8 +415,8 @@ class Calls:
             # every `Message` of the project carry the clock (object-insensitive fields).
             fields = [s.target.id for s in info.node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
             given = dict([*zip(fields, args), *kwargs.items()])
-            if given:  # (like a dict display: the fields by name, and all of them when read as a whole)
-                return Val(merge(*(v.taints for v in given.values())), origin=f"@{info.qualname}()", keys=given, node=node)
+            if given:
+                return Val(origin=f"@{info.qualname}()", keys=given, node=node)
         return Val(origin=f"@{info.qualname}()", node=node)
 
     def _apply_summary(self, node: ast.Call, ref: FunctionRef, func: Val, args: list[Val], kwargs: dict[str, Val],

@@ -230,7 +230,7 @@ class Statements:
     def _loop(self, iter_val: Val, target, body, orelse, node) -> None:
         unordered = tuple(t for t in iter_val.taints if t.label == "unordered")
         element = iter_val.with_taints(tuple(t for t in iter_val.taints if t.label != "unordered"))
-        element = Val(element.taints, node=element.node)
+        element = Val(element.taints, node=element.node, keys=_common_fields(iter_val.items))
         self.depth += 1
         self.loop_depth += 1
         self.loop_unordered.append(tuple(self._consumed(t, node.iter) for t in unordered))
@@ -393,6 +393,18 @@ class Statements:
         self.env[name] = val if name not in self.env or self.depth == 0 else join(self.env[name], val)
         if self.cls is not None and name.startswith("self.") and name.count(".") == 1:
             self.cls.attrs[name[5:]] = self.env[name]
+
+
+def _common_fields(items: list[Val] | None) -> dict[str, Val] | None:
+    """The fields of a list's elements when each is a known record or dict display
+    (``for f in files: f.content``): each field joined over the elements."""
+    if not items or any(i.keys is None for i in items):
+        return None
+    fields: dict[str, Val] = {}
+    for item in items:
+        for name, val in item.keys.items():
+            fields[name] = join(fields.get(name), val)
+    return fields
 
 
 def _aliases(func: ast.AST, once: set[str]) -> dict[str, str]:
