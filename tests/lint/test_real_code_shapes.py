@@ -403,3 +403,20 @@ def build_messages(prompt):
     return [{"role": "system", "content": prompt.format(**context["recipient_data"])}]
 '''
     assert [(d.code, d.line) for d in diags(source)] == [("PC101", 12)]
+
+
+def test_content_appended_to_the_system_message_in_place_is_a_sink():
+    source = '''from datetime import datetime
+from .schema import SYSTEM, ContentItem
+
+
+def preprocess(messages, template):
+    today = datetime.now().strftime("%B %d, %Y")
+    tool_system = template.format(today=today)
+    if messages and messages[0].role == SYSTEM:
+        messages[0].content.append(ContentItem(text="\\n\\n" + tool_system))
+    if messages[-1].role == "user":
+        messages[-1].content.append(ContentItem(text=today))  # the user turn: not a stable layer
+    return messages
+'''
+    assert [(d.code, d.line) for d in diags(source)] == [("PC101", 9)]

@@ -236,6 +236,8 @@ class Calls:
             self._update_container(node.func.value, recv_val.keep(lambda t: t.label != "unordered"))
             return Val(node=node)
         if method in _MUTATORS and isinstance(node.func, ast.Attribute):
+            # `messages[0].content.append(ContentItem(text=tools))` under a system-role test.
+            self.check_content_write(node.func.value, Val(merge(*(a.taints for a in args))))
             self._mutate(node, recv_val, method, args, kwargs)
             return Val(node=node)
         if method in _TEMPLATE_METHODS and recv_val.template is not None:
