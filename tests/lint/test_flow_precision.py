@@ -377,3 +377,25 @@ def only_the_path(root):
     return [{"role": "system", "content": record.path}]
 '''
     assert [(d.code, d.line) for d in lint_source(source)] == [("PC401", 21)]
+
+
+def test_a_content_block_record_renders_its_text_not_its_metadata():
+    source = '''import time
+import uuid
+from pydantic import BaseModel
+
+
+class ContentItem(BaseModel):
+    text: str = ""
+    id: str = ""
+
+    def __init__(self, text=None, id=None):
+        super().__init__(text=text, id=id)
+
+
+def build(template):
+    stamped = ContentItem(text=f"Now: {time.time()}")
+    tagged = ContentItem(text="You are terse.", id=str(uuid.uuid4()))
+    return [{"role": "system", "content": [stamped]}, {"role": "system", "content": [tagged]}]
+'''
+    assert [(d.code, d.line) for d in lint_source(source)] == [("PC101", 17)]

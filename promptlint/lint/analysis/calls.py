@@ -24,6 +24,8 @@ _REQUEST_METHODS = {"create", "stream", "parse", "generate_content", "generate_c
 #: is not what reaches the prompt (docs/field.md), so host and environment taints stop here.
 _CONTENT_READERS = {"builtins.open", "io.open", "codecs.open", "json.load", "yaml.safe_load", "yaml.load",
                     "tomllib.load", "tomli.load"}
+#: Fields that are a record's text when it is rendered whole (content blocks, messages).
+_TEXT_FIELDS = {"text", "content", "parts", "message", "prompt", "body", "value"}
 #: Methods that add a message to a conversation's history: it lands after the history, late.
 _HISTORY_ADDERS = {"add", "append", "add_message", "append_message", "add_to_history", "push", "log", "record"}
 _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
@@ -410,15 +412,22 @@ class Calls:
         owner = found[0] if found else self.m
         owner.prepare_class(info)
         init = info.methods.get("__init__")
+        fields = [s.target.id for s in info.node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
         if init is not None:
             self._apply_summary(node, init, Val(origin=f"@{info.qualname}()"), args, kwargs, bound=True)
+            # A model with its own __init__ (`ContentItem(text=x)` handing fields to pydantic):
+            # arguments named for declared fields are those fields.
+            positional = [p for p in self._param_names(init) if p not in ("self", "cls")]
+            given = {k: v for k, v in [*zip(positional, args), *kwargs.items()] if k in fields}
         else:  # dataclass / pydantic: fields by name, held by this instance only
             # Never merged into the class: `Message(content=now())` in one module would make
             # every `Message` of the project carry the clock (object-insensitive fields).
-            fields = [s.target.id for s in info.node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
             given = dict([*zip(fields, args), *kwargs.items()])
-            if given:
-                return Val(origin=f"@{info.qualname}()", keys=given, node=node)
+        if given:
+            # Read as a whole (a content block in a list), a record is its text: `ContentItem(text=x)`
+            # renders x; its ids and timestamps are metadata, followed only when read by name.
+            text = merge(*(v.taints for k, v in given.items() if k in _TEXT_FIELDS))
+            return Val(text, origin=f"@{info.qualname}()", keys=given, node=node)
         return Val(origin=f"@{info.qualname}()", node=node)
 
     def _apply_summary(self, node: ast.Call, ref: FunctionRef, func: Val, args: list[Val], kwargs: dict[str, Val],
