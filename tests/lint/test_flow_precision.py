@@ -399,3 +399,20 @@ def build(template):
     return [{"role": "system", "content": [stamped]}, {"role": "system", "content": [tagged]}]
 '''
     assert [(d.code, d.line) for d in lint_source(source)] == [("PC101", 17)]
+
+
+def test_a_models_reply_does_not_carry_the_request_it_answered():
+    source = '''import time
+import anthropic
+
+client = anthropic.Anthropic()
+
+
+def turn(history, question):
+    reply = client.messages.create(model="m", max_tokens=64, system="Be brief.",
+                                   messages=[*history, {"role": "user", "content": f"{question} at {time.time()}"}])
+    summary = reply.content[0].text
+    return client.messages.create(model="m", max_tokens=64, system="Summary so far: " + summary,
+                                  messages=[{"role": "user", "content": "go on"}])
+'''
+    assert [d.code for d in lint_source(source)] == []

@@ -223,6 +223,10 @@ class Calls:
             if info is not None:
                 return self._construct(node, info[1], args, kwargs)
         # 4. templates, joins, mutators, everything else: taint flows through
+        if callee in _REQUEST_METHODS and callee not in _TEMPLATE_METHODS and callee != "parse":
+            # `client.messages.create(...)`: the response is the model's new text, not the request
+            # it was sent (a clock in the system prompt is not in the reply).
+            return Val(origin=call_origin, node=node)
         recv_val = self.eval(node.func.value) if isinstance(node.func, ast.Attribute) else EMPTY
         method = node.func.attr if isinstance(node.func, ast.Attribute) else None
         if method == "join" and len(args) > 1:  # `os.path.join(root, "MEMORY.md")`: a path of all its parts
