@@ -87,12 +87,18 @@ def test_per_process_host_facts_are_an_opt_in_rule_file():
     assert "platform.platform()" in found[0].message and "expanduser" in found[0].message
 
 
-def test_the_working_directory_can_change_in_a_process_and_stays_a_source():
-    assert codes('''import os
+CWD = '''import os
 
 def build_messages(history):
     return [{"role": "system", "content": "cwd: " + os.getcwd()}, *history]
-''') == ["PC301"]
+'''
+
+
+def test_the_working_directory_is_frozen_per_process_by_default_and_opt_in():
+    # On the field corpus no working-directory finding was true: agents rarely change directory.
+    assert codes(CWD) == []
+    settings = Settings(rule_files=(str(rules_dir() / "optional" / "host.yaml"),))
+    assert codes(CWD, settings) == ["PC301"]
 
 
 # ------------------------------------------------------------------ zone-only formats
@@ -242,8 +248,9 @@ def build_request(history):
     {body}
     return {{"model": "m", "max_tokens": 64, "messages": history, "system": system}}
 '''
-    assert codes(source.format(body='system = load_config(Path.cwd() / "agent.json")["persona"]')) == []
-    assert codes(source.format(body='system = "Workspace: " + str(Path.cwd())')) == ["PC301"]
+    host = Settings(rule_files=(str(rules_dir() / "optional" / "host.yaml"),))  # the working directory is opt-in
+    assert codes(source.format(body='system = load_config(Path.cwd() / "agent.json")["persona"]'), host) == []
+    assert codes(source.format(body='system = "Workspace: " + str(Path.cwd())'), host) == ["PC301"]
 
 
 # -------------------------------------------------------- sets that only filter

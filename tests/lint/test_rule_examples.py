@@ -17,7 +17,8 @@ META_CODES = {code for code, doc in DOCS.items() if doc.family == "meta"}
 # PC004 (internal error) has no snippet that could trigger it on purpose.
 NO_EXAMPLE = {"PC004"}
 # Rules whose sources are opt-in rule files: their examples run with that file enabled.
-OPT_IN = {"PC302": str(rules_dir() / "optional" / "environment.yaml")}
+OPT_IN = {"PC302": str(rules_dir() / "optional" / "environment.yaml"),
+          "PC301": str(rules_dir() / "optional" / "host.yaml")}
 
 
 def lint(code: str, snippet: str):
