@@ -442,14 +442,3 @@ class Agent:
 ''')
     found = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1).diagnostics
     assert [(Path(d.path).name, d.line, d.code) for d in found] == [("builder.py", 10, "PC401")]
-
-
-def test_a_retrieval_named_lookup_given_only_constants_is_a_fixed_lookup():
-    source = '''class Agent:
-    def build_system_prompt(self, query):
-        role = self.retrieve("slices", "role_playing")  # a fixed prompt fragment
-        notes = self.retrieve("memory", query)  # this turn's lookup
-        return role + notes
-'''
-    found = lint_source(source)
-    assert [d.code for d in found] == ["PC401"] and "query" in found[0].message

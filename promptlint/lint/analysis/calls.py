@@ -177,19 +177,14 @@ class Calls:
             specs = self.m.catalog.source_receiver_methods.match(f"{name}.{node.func.attr}") if name else []
             if specs:
                 return self._source_result(node, specs[0], node.func.attr, args, kwargs, receiver=func)
-        # A lookup named for retrieval but given only constants (`self.retrieve("slices", "role")`,
-        # `search_memories("style preferences")`) asks the same thing every turn: a fixed lookup.
-        fixed = bool(node.args or node.keywords) and all(
-            isinstance(a, ast.Constant) for a in [*node.args, *(k.value for k in node.keywords)])
         if isinstance(node.func, ast.Attribute):
             spec = self.m.catalog.source_method(node.func.attr)
-            spec = None if fixed and spec is not None and spec.label == "volatile" else spec
             # A project method named for retrieval is one too (`client.query_for_conversation`
             # posts the query to a server); a module's function (`re.search`) is not.
             method_of_class = func.func is not None and func.func.cls is not None
             if spec is not None and (method_of_class or not (origin and self._is_module_path(origin))):
                 return self._source_result(node, spec, node.func.attr, args, kwargs, receiver=func)
-        if isinstance(node.func, ast.Name) and not fixed:
+        if isinstance(node.func, ast.Name):
             # The project's own `search_memories(...)`/`retrieve(...)` function: what it returns is
             # the per-turn content (the query it is given only selects it).
             spec = self.m.catalog.source_method(node.func.id)
