@@ -11,23 +11,6 @@ from promptlint.lint.analysis.sinks import _role
 from promptlint.lint.diagnostic import Fix, TraceStep
 
 _BUILTINS = frozenset(dir(builtins))
-def _is_last(node: ast.AST) -> bool:
-    """``x[-1]``"""
-    return isinstance(node, ast.Subscript) and isinstance(node.slice, ast.UnaryOp) and isinstance(
-        node.slice.op, ast.USub) and isinstance(node.slice.operand, ast.Constant) and node.slice.operand.value == 1
-
-
-def _list_name(node: ast.AST) -> str | None:
-    """The name a list is known by: ``messages``, ``self.history``, ``state["messages"]``."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
-        return node.slice.value
-    return None
-
-
 _TURN_TEXT_ATTRS = {"text", "content", "message", "messages", "query", "input", "prompt", "body", "question"}
 _FILE_TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2", ".yaml", ".yml", ".txt", ".md", ".prompt", ".tmpl")
 #: A clock, id or host fact the template engine evaluates: a call or attribute of one
@@ -47,6 +30,22 @@ _JINJA_CODES = {
     "getActiveWindow": "PC301", "getActiveWindowTitle": "PC301", "getAllTitles": "PC301",
 }
 
+
+def _is_last(node: ast.AST) -> bool:
+    """``x[-1]``"""
+    return isinstance(node, ast.Subscript) and isinstance(node.slice, ast.UnaryOp) and isinstance(
+        node.slice.op, ast.USub) and isinstance(node.slice.operand, ast.Constant) and node.slice.operand.value == 1
+
+
+def _list_name(node: ast.AST) -> str | None:
+    """The name a list is known by: ``messages``, ``self.history``, ``state["messages"]``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.slice.value
+    return None
 
 
 def _turn_param(t: Taint) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 
 from promptlint.lint.analysis.sinks import is_system_message
 from promptlint.lint.analysis.values import FunctionRef, Summary, Taint, Val, frozen_ok, join, merge
@@ -120,9 +121,7 @@ class Statements:
     def _param_writes(self, node: ast.AST, given: dict[str, tuple[Taint, ...]]) -> dict[int, tuple[Taint, ...]]:
         """Sources written into a parameter's object (``context["time"] = now()``, ``parts.append(x)``):
         the caller's argument holds them after the call. A name the body rebinds is not the argument."""
-        stores = [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
-        rebound = set(stores)
-        aliases = _aliases(node, {n for n in stores if stores.count(n) == 1})
+        rebound, aliases = _rebound_and_aliases(node)
         writes = {}
         for i, name in enumerate(self.params):
             val = self.env.get(name)
@@ -308,13 +307,14 @@ class Statements:
     def stmt_Global(self, node) -> None:
         return
 
-    def check_content_write(self, target: ast.AST, val: Val) -> None:
+    def check_content_write(self, target: ast.AST, val: Val, message_val: Val | None = None) -> None:
         """``messages[0]["content"] += memory`` under ``if messages[0]["role"] == "system":`` (or
-        into a message built as a system message): the system message is edited in place."""
+        into a message built as a system message): the system message is edited in place.
+        ``message_val``: the message, when the caller has evaluated it already."""
         message = _content_of(target)
         if message is None:
             return
-        if self.role_branch or is_system_message(self.eval(message)):
+        if self.role_branch or is_system_message(message_val if message_val is not None else self.eval(message)):
             self.sink_value(val, target, "value", "system message (edited in place)")
 
     # -------------------------------------------------------------- assignment
@@ -360,9 +360,9 @@ class Statements:
                 if rendered.taints:
                     self.check_stable_target(target.attr, self.m.snippet(target), rendered, target)
         elif isinstance(target, ast.Subscript):
-            if not weak:
-                self.check_content_write(target, val)
             container = self.eval(target.value)
+            if not weak:
+                self.check_content_write(target, val, container)
             key = self.eval(target.slice)
             taints = merge(container.taints, val.taints, *self.loop_unordered)
             keys = container.keys
@@ -407,13 +407,18 @@ def _common_fields(items: list[Val] | None) -> dict[str, Val] | None:
     return fields
 
 
-def _aliases(func: ast.AST, once: set[str]) -> dict[str, str]:
-    """Names bound once to a part of a parameter's object (``x = p.setdefault(k, {})``,
-    ``x = p[k]``, ``x = p.get(k)``, ``x = p.attr``): alias -> parameter name."""
+def _rebound_and_aliases(func: ast.AST) -> tuple[frozenset[str], dict[str, str]]:
+    """Names the body assigns, and the names bound once to a part of another name's object
+    (``x = p.setdefault(k, {})``, ``x = p[k]``, ``x = p.get(k)``, ``x = p.attr``): alias -> that
+    name. Read from the syntax once per function (cached on the node)."""
+    found = getattr(func, "_promptlint_aliases", None)
+    if found is not None:
+        return found
+    stores = Counter(n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
     out = {}
     for stmt in ast.walk(func):
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
-                and stmt.targets[0].id in once):
+                and stores[stmt.targets[0].id] == 1):
             continue
         value = stmt.value
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("setdefault", "get"):
@@ -424,7 +429,8 @@ def _aliases(func: ast.AST, once: set[str]) -> dict[str, str]:
             continue
         if isinstance(value, ast.Name):
             out[stmt.targets[0].id] = value.id
-    return out
+    func._promptlint_aliases = found = (frozenset(stores), out)
+    return found
 
 
 #: Annotations under which a per-turn parameter is (or holds) text.
