@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.loading import import_file
+
 FIELD = Path(__file__).resolve().parent.parent / "scripts" / "field.py"
 
 LEAKY = '''\
@@ -89,18 +91,8 @@ def test_a_malformed_corpus_or_triage_is_exit_2_with_one_line(tmp_path):
     assert out.returncode == 2 and "triage.tsv:1" in out.stderr
 
 
-def _field_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("field_script", FIELD)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["field_script"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_a_leak_is_found_through_a_related_source_of_the_same_sink_but_not_a_far_line():
-    field = _field_module()
+    field = import_file("field_script", FIELD)
     leak = field.Leak("a.py:44", "b.py:134", "identity", "read", "shuffled examples")
     finding = {"code": "PC201", "path": "a.py", "line": 589, "trace": [{"path": "a.py", "line": 458}],
                "related": [{"path": "a.py", "line": 45}]}

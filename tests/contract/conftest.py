@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
 from promptlint.contract import Layer, PromptContract, Skill
+from tests.loading import import_file
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "fixtures" / "contracts" / "support_bot.py"
@@ -16,11 +15,7 @@ EXAMPLE = ROOT / "fixtures" / "contracts" / "support_bot.py"
 
 def load_example():
     """Import fixtures/contracts/support_bot.py as a module."""
-    spec = importlib.util.spec_from_file_location("support_bot_fixture", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["support_bot_fixture"] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_file("support_bot_fixture", EXAMPLE)
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import socket
@@ -12,6 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.loading import import_file
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "scripts" / "smoke_cache.py"
@@ -149,10 +150,7 @@ def test_an_out_of_range_max_tokens_exits_2():
 
 
 def load_smoke_module():
-    spec = importlib.util.spec_from_file_location("smoke_cache", SMOKE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_file("smoke_cache", SMOKE)
 
 
 def test_the_reason_names_a_missing_breakpoint():
