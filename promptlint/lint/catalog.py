@@ -151,7 +151,7 @@ def fingerprint_files(paths: list[Path]) -> str:
 LABELS = ("volatile", "unordered")
 ARG_KINDS = (
     "value", "anthropic-system", "anthropic-messages", "chat-messages", "role-tuples",
-    "dict-keys", "callable", "cache-key",
+    "dict-keys", "callable", "state-template", "cache-key",
 )
 
 
@@ -239,6 +239,9 @@ class StableNameSpec(NamedTuple):
     id: str
     layer: str
     pattern: str
+    #: Only methods of a class with one of these bases (fnmatch on the dotted base): a hook the
+    #: framework calls on every request (atomic-agents ``BaseDynamicContextProvider.get_info``).
+    bases: tuple[str, ...] = ()
 
 
 class SanitizerSpec(NamedTuple):
@@ -320,11 +323,16 @@ class Catalog:
         self.sanitizer_calls = PatternTable([(p, s) for s in self.sanitizers for p in s.calls])
         self.serializer_calls = {s.call: s for s in self.serializers}
         self.prefilter = self._prefilter_regex()
-        self.stable_name_regex = re.compile("|".join(f"(?:{n.pattern})" for n in self.stable_names) or r"(?!)")
-        self._stable_layers = [(re.compile(n.pattern), n.layer) for n in self.stable_names]
-        # Admission without an SDK import: a stable-layer shape or name anywhere in the text.
-        names = "|".join(f"(?:{n.pattern.strip('^$')})" for n in self.stable_names)
-        self.shape_prefilter = TextTest(SHAPE_TOKENS + (rf"|\bdef\s+(?:{names})\b|\bclass\s+(?:{names})\b|\.(?:{names})\s*(?:\+?=|\.append)" if names else ""))
+        plain = [n for n in self.stable_names if not n.bases]
+        self.stable_name_regex = re.compile("|".join(f"(?:{n.pattern})" for n in plain) or r"(?!)")
+        self._stable_layers = [(re.compile(n.pattern), n.layer) for n in plain]
+        self._hooks = [(re.compile(n.pattern), n.layer, n.bases) for n in self.stable_names if n.bases]
+        # Admission without an SDK import: a stable-layer shape or name anywhere in the text;
+        # for a hook, a class deriving from its base.
+        names = "|".join(f"(?:{n.pattern.strip('^$')})" for n in plain)
+        hooks = "|".join(re.escape(b.rsplit(".", 1)[-1]).replace(r"\*", r"\w*") for _, _, bases in self._hooks for b in bases)
+        self.shape_prefilter = TextTest(SHAPE_TOKENS + (rf"|\bdef\s+(?:{names})\b|\bclass\s+(?:{names})\b|\.(?:{names})\s*(?:\+?=|\.append)" if names else "")
+                                        + (rf"|\bclass\s+\w+\([^)]*\b(?:{hooks})\b" if hooks else ""))
         return self
 
     @staticmethod
@@ -383,6 +391,13 @@ class Catalog:
             globbed = self.source_method_globs.match(name)
             found = globbed[0] if globbed else None
         return found
+
+    def hook_layer(self, bases: list[str], name: str) -> str | None:
+        """The layer a method builds when the framework calls it on every request (by its class's bases)."""
+        for regex, layer, patterns in self._hooks:
+            if regex.search(name) and any(fnmatch.fnmatchcase(b, p) for b in bases for p in patterns):
+                return layer
+        return None
 
     def stable_layer_of(self, name: str) -> str | None:
         """The layer an identifier names (``build_system_prompt`` -> system prompt), if any."""
@@ -536,7 +551,7 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
         catalog.sanitizers.append(SanitizerSpec(id=str(e.get("id", f"sanitizer-{i}")), calls=_as_tuple(e.get("calls"), where, "calls"), clears=clears))
     for i, e in enumerate(data.get("stable_names") or []):
         where = f"{path}: stable_names[{i}]"
-        _check_keys(e, {"id", "layer", "pattern"}, where)
+        _check_keys(e, {"id", "layer", "pattern", "bases"}, where)
         try:
             re.compile(str(e.get("pattern", "")))
         except re.error as exc:
@@ -544,7 +559,7 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
         if not e.get("pattern"):
             raise CatalogError(f"{where}: a stable name needs a 'pattern'")
         catalog.stable_names.append(StableNameSpec(str(e.get("id", f"name-{i}")), str(e.get("layer", "stable layer")),
-                                                   str(e["pattern"])))
+                                                   str(e["pattern"]), _as_tuple(e.get("bases"), where, "bases")))
     for i, e in enumerate(data.get("serializers") or []):
         where = f"{path}: serializers[{i}]"
         _check_keys(e, {"call", "sort_kwarg", "default_sorted"}, where)

@@ -63,6 +63,9 @@ class Diagnostic:
     fix: Fix | None = None
     #: The sources of other flows that reach the same line with the same code (one finding per leak).
     related: tuple[TraceStep, ...] = ()
+    #: A run-state field the flow needs written while the conversation runs (run_state.py);
+    #: resolved before output, never printed.
+    needs: str = ""
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.column, self.code, self.message)
@@ -119,3 +122,4 @@ class FileResult:
     analyzed: bool = False
     param_sink_functions: list[str] = field(default_factory=list)  # functions whose params reach sinks
     has_marker: bool = False  # the text holds "promptlint:" (a suppression comment, maybe)
+    writes: dict = field(default_factory=dict)  # run-state fields the text writes: name -> [line, column]

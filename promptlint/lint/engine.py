@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from promptlint.lint.diagnostic import Diagnostic, FileResult, Settings, TraceStep
+from promptlint.lint.run_state import resolve as resolve_run_state, written_fields
 from promptlint.lint.source import SourceError, decode_source, display_path, parse_python
 
 _IMPORT_NAMES = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))", re.MULTILINE)
@@ -88,7 +89,8 @@ def _analyze_tree(path: str, text: str, tree, project, extra_names: frozenset[st
     for dep in sorted(module.failed_deps):
         code, detail, line, col = project.failed[dep]
         found.append(_meta(display_path(dep), code, detail, line, col))
-    return FileResult(found, sorted(d for d in module.deps if d != path), True, module.param_sink_functions())
+    return FileResult(found, sorted(d for d in module.deps if d != path), True, module.param_sink_functions(),
+                      writes=module.state_writes)
 
 
 # The parser accepts expressions about 3,000 levels deep (at the default recursion limit);
@@ -184,8 +186,7 @@ def _first_pass(path: str) -> tuple[str, FileResult, str]:
     if project.catalog.might_contain_sink(text):
         with _QuietHeap():
             result = analyze_file(path, text, project)
-    result.has_marker = "promptlint:" in text
-    return path, result, _imported_modules(text)
+    return path, _noted(result, text), _imported_modules(text)
 
 
 def _second_pass(item: tuple[str, frozenset[str]]) -> tuple[str, FileResult, str]:
@@ -196,8 +197,14 @@ def _second_pass(item: tuple[str, frozenset[str]]) -> tuple[str, FileResult, str
         return path, FileResult([problem]), ""
     with _QuietHeap():
         result = analyze_file(path, text, _WORKER["project"], extra_names)
+    return path, _noted(result, text), _imported_modules(text)
+
+
+def _noted(result: FileResult, text: str) -> FileResult:
+    """What the rest of the run needs from a file's text besides its analysis."""
     result.has_marker = "promptlint:" in text
-    return path, result, _imported_modules(text)
+    result.writes = {**written_fields(text), **result.writes}  # the analysis knows what was written
+    return result
 
 
 def usable_cores() -> int:
@@ -365,7 +372,7 @@ def _stem(path: str) -> str:
 def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, jobs: int | None = None,
                progress=None, strict: bool = False) -> LintReport:
     """Lint files and folders; the one entry point the CLI and the tests use."""
-    from promptlint.lint.catalog import known_codes
+    from promptlint.lint.catalog import known_codes, load_rule_docs
     # Not project.py: a warm run would import the whole analysis package for this one function.
     from promptlint.lint.discover import collect_files, import_roots
 
@@ -436,9 +443,11 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
         for d in [_meta(folder, "PC003", f"cannot read folder ({reason}); the files in it were not linted")]
         if is_selected(d.code, d.path, settings)]
 
+    writes = {path: result.writes for path, result in results.items() if result.writes}
+    docs = load_rule_docs()
     for path in files:
         result = results[path]
-        found = result.diagnostics
+        found = resolve_run_state(result.diagnostics, writes, docs) if result.diagnostics else result.diagnostics
         if found or result.has_marker:
             text, _ = read_text(path, settings.max_file_bytes)
             if text is not None:

@@ -114,5 +114,6 @@ SHAPE_TOKENS = (
     r"""|["']system(?:_instruction|Instruction)?["']\s*:|["']instructions["']\s*:|["']preamble["']\s*:"""
     r"""|\bsystem(?:_prompt|_instruction)?=(?!=)|\bpreamble=(?!=)"""
     r"""|\{[{%][^}\n]{0,80}\bnow\s*\("""
+    r"""|\.(?:set|update|append|add|extend|inject|prepend)_(?:to_)?(?:system_?(?:prompt|message|instruction)s?|instructions|developer_?(?:message|instructions))\s*\("""
     r"""|["']input_schema["']\s*:|["']inputSchema["']\s*:|["']parameters["']\s*:\s*\{\s*["']type["']"""
 )

@@ -34,7 +34,7 @@ from promptlint.lint.diagnostic import Diagnostic, FileResult, Fix, TraceStep
 from promptlint.lint.writing import replace_atomically
 
 CACHE_DIR = ".promptlint_cache"
-FORMAT = "5"  # bump when the entry layout changes (5: a method in param_sink_functions is ".name")
+FORMAT = "6"  # bump when the entry layout changes (6: a diagnostic's `needs`, a result's run-state `writes`)
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by promptlint.\n"
 _GITIGNORE = "# Created by promptlint automatically.\n*\n"
 _MAX_PACK_BYTES = 256 * 1024 * 1024
@@ -105,19 +105,27 @@ def _ints(value, n: int) -> list[int]:
     return [_check(v, int) for v in value]
 
 
+def _write(value) -> list:
+    """A run-state write: [line, column] from the text, or [line, column, code] from the analysis."""
+    _check(value, list)
+    if len(value) == 3:
+        return [*_ints(value[:2], 2), _check(value[2], str)]
+    return _ints(value, 2)
+
+
 def _dump_diagnostic(d: Diagnostic) -> list:
     fix = None if d.fix is None else [d.fix.kind, d.fix.line, d.fix.column, d.fix.end_line, d.fix.end_column,
                                       d.fix.safe, d.fix.description, d.fix.path, d.fix.keyword]
     return [d.path, d.line, d.column, d.end_line, d.end_column, d.code, d.name, d.message, d.severity,
-            [[s.path, s.line, s.column, s.note] for s in d.trace], fix]
+            [[s.path, s.line, s.column, s.note] for s in d.trace], fix, d.needs]
 
 
 def _load_diagnostic(raw) -> Diagnostic:
     _check(raw, list)
-    if len(raw) != 11:
+    if len(raw) != 12:
         raise _Invalid
-    path, line, column, end_line, end_column, code, name, message, severity, trace, fix = raw
-    for text in (path, code, name, message):
+    path, line, column, end_line, end_column, code, name, message, severity, trace, fix, needs = raw
+    for text in (path, code, name, message, needs):
         _check(text, str)
     if severity not in ("error", "warning"):
         raise _Invalid
@@ -136,24 +144,25 @@ def _load_diagnostic(raw) -> Diagnostic:
         fixed = Fix(_check(fix[0], str), *_ints(fix[1:5], 4), safe=_check(fix[5], bool),
                     description=_check(fix[6], str), path=_check(fix[7], str), keyword=_check(fix[8], str))
     return Diagnostic(path, *_ints([line, column, end_line, end_column], 4), code, name, message, severity,
-                      tuple(steps), fixed)
+                      tuple(steps), fixed, needs=needs)
 
 
 def _dump_result(result) -> dict:
     return {"diagnostics": [_dump_diagnostic(d) for d in result.diagnostics], "deps": list(result.deps),
             "analyzed": result.analyzed, "param_sink_functions": list(result.param_sink_functions),
-            "has_marker": result.has_marker}
+            "has_marker": result.has_marker, "writes": result.writes}
 
 
 def _load_result(raw):
     _check(raw, dict)
-    if set(raw) != {"diagnostics", "deps", "analyzed", "param_sink_functions", "has_marker"}:
+    if set(raw) != {"diagnostics", "deps", "analyzed", "param_sink_functions", "has_marker", "writes"}:
         raise _Invalid
+    writes = {_check(name, str): _write(at) for name, at in _check(raw["writes"], dict).items()}
     return FileResult(diagnostics=[_load_diagnostic(d) for d in _check(raw["diagnostics"], list)],
                       deps=[_check(d, str) for d in _check(raw["deps"], list)],
                       analyzed=_check(raw["analyzed"], bool),
                       param_sink_functions=[_check(f, str) for f in _check(raw["param_sink_functions"], list)],
-                      has_marker=_check(raw["has_marker"], bool))
+                      has_marker=_check(raw["has_marker"], bool), writes=writes)
 
 
 # ---------------------------------------------------------------- the cache
@@ -226,7 +235,7 @@ class LintCache:
 
     def store(self, path: str, result, imports: str) -> None:
         deps = [[d, _stat_key(d)] for d in result.deps]
-        empty = not (result.diagnostics or result.analyzed or result.has_marker or deps)
+        empty = not (result.diagnostics or result.analyzed or result.has_marker or deps or result.writes)
         # Most files hold nothing: store null and no imports unless a later round may need them.
         self.entries[self._key(path)] = [_stat_key(path), None if empty else _dump_result(result), deps, imports]
         self.dirty = True

@@ -6,7 +6,7 @@ import ast
 import builtins
 import re
 
-from promptlint.lint.analysis.values import EMPTY, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join, merge
+from promptlint.lint.analysis.values import EMPTY, RUN_STATE, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join, merge
 from promptlint.lint.analysis.sinks import _role
 from promptlint.lint.diagnostic import Fix, TraceStep
 
@@ -229,6 +229,8 @@ class Expressions:
         ``response.usage``: a field that is per request on any object."""
         if not isinstance(name, str):
             return None
+        if base.origin == RUN_STATE:
+            return self._run_state_read(name, node)
         spec = self.m.catalog.source_fields.get(name)
         what = "field"
         if spec is None and name in ("content", "text") and _is_last(receiver):
@@ -242,6 +244,14 @@ class Expressions:
             return None
         step = self.m.step(node, f"{spec.note}: {what} `{name}`")
         return Val(merge((Taint(spec.code, spec.label, (step,)),), base.taints), origin=f"state.{name}", node=node)
+
+    def _run_state_read(self, name: str, node: ast.AST) -> Val:
+        """A field of the run context an instructions function was handed: a leak when the
+        conversation writes it (run_state.py decides, project-wide). The history is not run state."""
+        if self.m.catalog.source_newest_of.match(name):
+            return Val(origin=RUN_STATE, node=node)
+        step = self.m.step(node, f"run state read on each model call: `{name}`")
+        return Val((Taint("PC401", "volatile", (step,), needs=name),), origin=RUN_STATE, node=node)
 
     def eval_Subscript(self, node: ast.Subscript) -> Val:
         base = self.eval(node.value)
@@ -261,6 +271,9 @@ class Expressions:
                     and node.slice.lower is None and node.slice.upper is None):
                 items = items[::-1]  # `messages[::-1]`: a system message appended last now leads
             return Val(taints, items=items, node=node, template=base.template)
+        last = (base.origin or "").rsplit(".", 1)[-1]
+        if last[:1].isupper() and not last.isupper() and "()" not in base.origin and not base.taints:
+            return Val(origin=base.origin, node=node)  # `Agent[Deps](...)`: a generic class is the class
         # The key selects, it does not become the value: `cache[id(obj)]` is not an id.
         return Val(taints, node=node,
                    origin=f"{base.origin}[]" if base.origin else None, template=self._template_entry(base.template, key.const))

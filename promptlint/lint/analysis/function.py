@@ -30,6 +30,7 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         self.defer_shapes = 0  # > 0 while evaluating `msgs.append(...)` arguments: position decides
         self.control: list[tuple[Taint, ...]] = []  # clock taints of enclosing `if now.hour < 12:` tests
         self.turn_objects: dict[str, Taint] = {}  # per-turn parameters typed as objects: only their text is
+        self.run_state = False  # an instructions function a framework calls: its parameters are the run's context
 
     @property
     def frozen(self) -> bool:

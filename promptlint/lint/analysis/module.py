@@ -11,6 +11,7 @@ from promptlint.lint.analysis.values import (
 )
 from promptlint.lint.catalog import Catalog
 from promptlint.lint.diagnostic import Diagnostic, TraceStep
+from promptlint.lint.run_state import writes_state
 from promptlint.lint.source import source_lines
 
 
@@ -33,6 +34,8 @@ class ModuleAnalysis:
         self.classes: dict[str, ClassInfo] = {}
         self.globals: dict[str, Val] = {}
         self.summaries: dict[int, Summary] = {}
+        self.run_state_returns: dict[int, Val] = {}
+        self.state_writes: dict[str, list] = {}  # run-state field -> [line, column, code] of a source written there
         self.in_progress: set[int] = set()
         self.deps: set[str] = set()  # other files consulted (paths)
         self.failed_deps: set[str] = set()  # helper modules called into that do not parse
@@ -162,7 +165,9 @@ class ModuleAnalysis:
             refs += info.methods.values()
         catalog = self.catalog
         todo = [r for r in refs if catalog.prefilter.search(seg := self._segment(r.node))
-                or catalog.shape_prefilter.search(seg) or catalog.stable_layer_of(r.node.name)]
+                or catalog.shape_prefilter.search(seg) or catalog.stable_layer_of(r.node.name)
+                or r.cls is not None and r.cls.bases and catalog.hook_layer(r.cls.bases, r.node.name)
+                or writes_state(seg)]  # what it writes into a run's state, with its family (run_state.py)
         # Globals holding a stable template (`prompt = ChatPromptTemplate.from_messages(...)`):
         # a function that fills one writes a stable layer without naming any sink token.
         names = set(extra_names) | {n for n, v in self.globals.items() if v.sink_layer}
@@ -218,6 +223,20 @@ class ModuleAnalysis:
         self.summaries[key] = result
         return result
 
+    def run_state_return(self, ref: FunctionRef, hook: bool = False) -> Val:
+        """What an instructions function returns when a framework calls it with the run's context:
+        fields it reads from that context carry the field's name (run_state.py). A hook's own
+        object (``self`` of a context provider) is run state too."""
+        key = id(ref.node)
+        done = self.run_state_returns.get(key)
+        if done is None:
+            self.run_state_returns[key] = Val()  # recursion: nothing
+            fa = FunctionAnalysis(self, ref, ref.cls)
+            fa.run_state = "self" if hook else True
+            ret = fa.run_function().ret
+            done = self.run_state_returns[key] = ret.with_taints(tuple(t for t in ret.taints if t.needs))
+        return done
+
     def prepare_class(self, info: ClassInfo) -> None:
         """Fill class attributes: class body fields, then ``__init__``-like methods first."""
         if info.ready:
@@ -272,7 +291,7 @@ class ModuleAnalysis:
         fix = taint.fix if code in ("PC501", "PC502") else None
         self.diagnostics.append(Diagnostic(
             path=path, line=line, column=col, end_line=end_line, end_column=end_col, code=code,
-            name=doc.name, message=message, severity=doc.severity, trace=steps, fix=fix,
+            name=doc.name, message=message, severity=doc.severity, trace=steps, fix=fix, needs=taint.needs,
         ))
 
     def emit_check(self, code: str, node: ast.AST, detail: str, layer: str = "") -> None:

@@ -5,8 +5,11 @@ from __future__ import annotations
 import ast
 import re
 
-from promptlint.lint.analysis.values import LOCATED, ParamSink, Taint, Val, _const_str, clip, frozen_ok
+from promptlint.lint.analysis.values import LOCATED, ParamSink, Taint, Val, _const_str, clip, frozen_ok, merge
 from promptlint.lint.catalog import ArgSpec, Condition, SinkSpec
+
+#: ADK's instruction placeholders: `{key}`, `{key?}` (optional); not `{artifact.x}` or `{{`.
+_STATE_PLACEHOLDER = re.compile(r"(?<!\{)\{([A-Za-z_]\w*)\??\}(?!\})")
 
 
 class Sinks:
@@ -153,7 +156,9 @@ class Sinks:
                     sub = val.keys[key]
                     self._report_val(sub, sub.node or node, "prompt_cache_key" if key == "prompt_cache_key" else layer,
                                      "cache-key" if key == "prompt_cache_key" else "value")
-        elif kind == "callable":
+        elif kind == "state-template" and val.func is None:
+            self._report_state_template(val, node, layer)
+        elif kind in ("callable", "state-template"):
             if val.func is not None:
                 ref = val.func
                 summary = ref.module.summary(ref)
@@ -161,10 +166,30 @@ class Sinks:
                     self.m.deps.add(ref.module.path)
                 name = ref.qualname.rsplit(".", 1)[-1]
                 step = self.m.step(node, f"{name}() is evaluated per request")
-                ret = summary.ret.with_taints(tuple(t.then(step) for t in summary.ret.taints if t.param < 0))
-                self._report_val(ret, node, layer, "value")
+                state = ref.module.run_state_return(ref).taints
+                ret = summary.ret.with_taints(tuple(t.then(step) for t in merge(summary.ret.taints, state) if t.param < 0))
+                self.sending += 1  # called on each request: not frozen with an agent built at import time
+                try:
+                    self._report_val(ret, node, layer, "value")
+                finally:
+                    self.sending -= 1
             else:
                 self._report_val(val, node, layer, "value")
+
+    def _report_state_template(self, val: Val, node: ast.AST, layer: str) -> None:
+        """``instruction="Now: {_time}"``: each placeholder is a session-state field the framework
+        fills on every model call, a leak when the conversation writes it (run_state.py)."""
+        self._report_val(val, node, layer, "value")
+        text = _const_str(val)
+        for name in dict.fromkeys(_STATE_PLACEHOLDER.findall(text or "")):
+            if self.m.catalog.source_newest_of.match(name):
+                continue
+            step = self.m.step(node, f"session state filled into the placeholder on each model call: `{{{name}}}`")
+            self.sending += 1  # filled per call: not frozen with an agent built at import time
+            try:
+                self._report(Taint("PC401", "volatile", (step,), needs=name), node, layer, "value")
+            finally:
+                self.sending -= 1
 
     def _report_val(self, val: Val, node: ast.AST, layer: str, kind: str) -> None:
         for t in val.taints:
@@ -235,8 +260,11 @@ class Sinks:
             else:
                 specs = [s for s in specs if not s.when]
             for spec in specs:
+                state = () if self.run_state else self.m.run_state_return(self.ref).taints
                 for ret_node in self.return_nodes:
                     self._report_val(self.ret_for(ret_node), ret_node, spec.layer, "value")
+                for taint in state:  # what it reads from the run's context the framework hands it
+                    self._report(taint, self.return_nodes[-1], spec.layer, "value")
                 return
 
     def ret_for(self, ret_node: ast.AST) -> Val:
@@ -252,10 +280,17 @@ class Sinks:
         if self.frozen or not self.return_nodes:
             return
         layer = self.m.catalog.stable_layer_of(node.name)
+        if layer is not None:
+            layer = f"{layer} (recognised by the name `{node.name}()`)"
+        elif self.cls is not None and self.cls.bases and (hook := self.m.catalog.hook_layer(self.cls.bases, node.name)):
+            layer = f"{hook} (`{self.cls.name}.{node.name}()`, called by the framework on every run)"
+            if not self.run_state:
+                for taint in self.m.run_state_return(self.ref, hook=True).taints:
+                    self._report(taint, self.return_nodes[-1], layer, "value")
         if layer is None:
             return
         for ret_node in self.return_nodes:
-            self._report_val(self.ret_for(ret_node), ret_node, f"{layer} (recognised by the name `{node.name}()`)", "value")
+            self._report_val(self.ret_for(ret_node), ret_node, layer, "value")
 
     def check_stable_target(self, name: str, shown: str, val: Val, node: ast.AST) -> None:
         """A per-request write to an attribute or name that says it is a stable layer."""

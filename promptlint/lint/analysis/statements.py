@@ -7,7 +7,8 @@ import re
 from collections import Counter
 
 from promptlint.lint.analysis.sinks import is_system_message
-from promptlint.lint.analysis.values import FunctionRef, Summary, Taint, Val, frozen_ok, join, merge
+from promptlint.lint.analysis.values import RUN_STATE, FunctionRef, Summary, Taint, Val, frozen_ok, join, merge
+from promptlint.lint.run_state import state_receiver
 
 _ROLE_WORDS = {"system", "developer", "SYSTEM", "DEVELOPER"}
 
@@ -99,8 +100,8 @@ class Statements:
                     self.turn_objects[a.arg] = taint
                 else:
                     taints.append(taint)
-            val = Val(tuple(taints), node=a)
-            if i == 0 and self.cls is not None and a.arg in ("self", "cls"):
+            val = Val(tuple(taints), node=a) if not self.run_state else Val(origin=RUN_STATE, node=a)
+            if i == 0 and self.cls is not None and a.arg in ("self", "cls") and self.run_state != "self":
                 val = Val((), origin=f"@{self.cls.qualname}()", node=a)
             self.env[a.arg] = val
         defaults = [*args.defaults, *[d for d in args.kw_defaults if d is not None]]
@@ -337,6 +338,7 @@ class Statements:
                 part = val.items[i] if val.items is not None and i < len(val.items) else Val(val.taints)
                 self.assign(elt, part, stmt, weak)
         elif isinstance(target, ast.Attribute):
+            self._note_state_write(target, target.attr, val)
             base = self._dotted_local(target)
             step = self.m.step(target, f"stored in `{self.m.snippet(target)}`")
             val = val.with_taints(tuple(t.then(step) for t in val.taints))
@@ -364,6 +366,7 @@ class Statements:
             if not weak:
                 self.check_content_write(target, val, container)
             key = self.eval(target.slice)
+            self._note_state_write(target, key.const, val)
             taints = merge(container.taints, val.taints, *self.loop_unordered)
             keys = container.keys
             if keys is not None and isinstance(key.const, str):
@@ -372,6 +375,16 @@ class Statements:
             self._update_container(target.value, Val(taints, origin=container.origin, items=container.items, keys=keys, node=container.node))
         elif isinstance(target, ast.Starred):
             self.assign(target.value, val, stmt, weak)
+
+    def _note_state_write(self, target: ast.Attribute | ast.Subscript, name, val: Val) -> None:
+        """``callback_context.state["_time"] = now``: the family of a real source written into a
+        run's state, for the instructions that read it back (run_state.py)."""
+        if not isinstance(name, str) or name in self.m.state_writes or not state_receiver(self.m.snippet(target.value, 200)):
+            return
+        for t in val.taints:
+            if t.param < 0 and t.label == "volatile" and t.code and not t.needs:
+                self.m.state_writes[name] = [target.lineno, self.m.column(target.lineno, target.col_offset), t.code]
+                return
 
     def _store(self, name: str, val: Val, weak: bool) -> None:
         if (weak or self.depth > 0) and name in self.env:

@@ -15,6 +15,8 @@ from typing import NamedTuple
 
 from promptlint.lint.diagnostic import Fix, TraceStep
 
+#: The origin of a framework's run context inside an instructions function (run_state.py).
+RUN_STATE = "~run-state"
 MAX_TAINTS = 16
 MAX_STEPS = 14
 #: Methods that run once per object: what they compute is frozen for the object's life.
@@ -54,10 +56,11 @@ class Taint(NamedTuple):
     report_at: TraceStep | None = None  # template line: report there instead of at the sink
     role_only: bool = False  # a parameter taint picked out by a role dispatch (`if m["role"] == "system"`)
     unread: bool = False  # a file's name, not yet its content: what varies is read later, when it is used
+    needs: str = ""  # a run-state field: a leak only if the conversation writes it (run_state.py)
 
     def key(self) -> tuple:
         first = self.steps[0] if self.steps else None
-        return (self.code, self.label, self.param, self.dumped, first and (first.path, first.line, first.column))
+        return (self.code, self.label, self.param, self.dumped, first and (first.path, first.line, first.column), self.needs)
 
     def then(self, step: TraceStep) -> "Taint":
         if len(self.steps) >= MAX_STEPS or (self.steps and self.steps[-1] == step):

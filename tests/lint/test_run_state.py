@@ -1,0 +1,206 @@
+"""Instructions a framework rebuilds on every model call from the run's state (issue 14, blind batch
+2026-11-25c), each reduced to a small example written for this suite: a field of the run context is a
+leak only when the conversation writes it; ADK placeholders; hooks found by their class's base;
+methods named for writing a layer; generic classes called like their class."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from promptlint.lint.diagnostic import Settings
+from promptlint.lint.engine import lint_paths, lint_source
+from promptlint.lint.run_state import written_fields
+
+INSTRUCTIONS = '''from agents import Agent, RunContextWrapper
+
+
+def seat_instructions(run_context: RunContextWrapper, agent) -> str:
+    state = run_context.context.state
+    return f"You help {state.customer_name}. Current seat: {state.seat_number}."
+
+
+seat_agent = Agent[object](name="Seat", instructions=seat_instructions)
+'''
+
+TOOL = '''from agents import function_tool
+
+
+@function_tool
+async def update_seat(context, new_seat: str) -> str:
+    context.context.state.seat_number = new_seat
+    return "ok"
+'''
+
+
+def lint_tree(tmp_path: Path, files: dict[str, str]):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1).diagnostics
+
+
+def test_a_run_state_field_a_tool_writes_reaches_the_instructions(tmp_path):
+    found = lint_tree(tmp_path, {"agents_demo.py": INSTRUCTIONS, "tools.py": TOOL})
+    assert [(Path(d.path).name, d.line, d.code) for d in found] == [("agents_demo.py", 9, "PC401")]
+    (d,) = found
+    assert "`seat_number`" in d.message and "written while the conversation runs" in d.message
+    # The trace starts at the write, then the read, then the sink.
+    assert Path(d.trace[0].path).name == "tools.py" and d.trace[0].line == 6
+    assert "run state read" in d.trace[1].note and d.trace[-1].note.startswith("reaches agent instructions")
+    assert not d.needs
+
+
+def test_a_run_state_field_nobody_writes_is_not_a_leak(tmp_path):
+    # Without the tool, the seat is set when the context is built: fixed for the conversation.
+    assert lint_tree(tmp_path, {"agents_demo.py": INSTRUCTIONS}) == []
+
+
+def test_a_field_written_on_self_in_a_constructor_is_not_run_state(tmp_path):
+    tool = "class State:\n    def __init__(self):\n        self.seat_number = None\n"
+    assert lint_tree(tmp_path, {"agents_demo.py": INSTRUCTIONS, "state.py": tool}) == []
+
+
+def test_an_instructions_function_of_an_agent_built_at_import_is_still_called_per_request():
+    source = '''from datetime import datetime
+from agents import Agent
+
+
+def instr(run_context, agent) -> str:
+    return f"Now: {datetime.now()}"
+
+
+agent = Agent(name="a", instructions=instr)
+'''
+    assert [d.code for d in lint_source(source)] == ["PC101"]
+
+
+def test_pydantic_ai_instructions_read_deps_written_by_a_tool(tmp_path):
+    agent = '''from pydantic_ai import Agent, RunContext
+
+agent = Agent("openai:gpt-4.1")
+
+
+@agent.instructions
+def instructions(ctx: RunContext) -> str:
+    return f"Current plan: {ctx.deps.plan}. User: {ctx.deps.user}"
+
+
+@agent.tool
+def set_plan(ctx: RunContext, plan: str) -> str:
+    ctx.deps.plan = plan
+    return "saved"
+'''
+    found = lint_tree(tmp_path, {"agent.py": agent})
+    assert [(d.code, d.line) for d in found] == [("PC401", 8)]
+    assert "`plan`" in found[0].message and "`user`" not in found[0].message
+
+
+ADK = '''from datetime import datetime
+from google.adk import Agent
+
+
+def stamp(callback_context):
+    callback_context.state["_time"] = datetime.now().isoformat()
+
+
+root_agent = Agent(
+    name="a",
+    model="gemini-2.0-flash",
+    before_agent_callback=stamp,
+    instruction="""You help {user_name}.
+Current time: {_time}
+Literal braces {{like this}} are not placeholders.""",
+)
+'''
+
+
+def test_adk_instruction_placeholders_filled_from_state_the_conversation_writes(tmp_path):
+    found = lint_tree(tmp_path, {"agent.py": ADK})
+    # A clock written into the state is a clock: the write's family, not per-turn content.
+    assert [(d.code, d.line) for d in found] == [("PC101", 13)]
+    assert "`{_time}`" in found[0].message and found[0].trace[0].line == 6
+    assert found[0].message.startswith("Wall-clock time reaches agent instruction")
+    assert "(wall-clock time)" in found[0].trace[0].note
+
+
+def test_adk_append_instructions_is_a_sink_by_its_name():
+    source = '''from google.adk.tools import BaseTool
+
+
+class Recall(BaseTool):
+    async def process_llm_request(self, *, tool_context, llm_request):
+        found = await tool_context.search_memory(tool_context.user_content.parts[0].text)
+        llm_request.append_instructions([f"Past conversations: {found}"])
+'''
+    (d,) = lint_source(source)
+    assert d.code == "PC401" and "append_instructions" in d.message
+
+
+@pytest.mark.parametrize("method", ["set_system_prompt", "append_instructions", "add_developer_message"])
+def test_methods_named_for_writing_a_layer_take_that_layers_text(method):
+    source = f'''import time
+
+def turn(agent):
+    agent.{method}(f"Now: {{time.time()}}")
+'''
+    assert [d.code for d in lint_source(source)] == ["PC101"]
+
+
+def test_a_method_that_only_reads_a_layer_is_not_a_writer():
+    source = '''import time
+
+def turn(agent):
+    agent.get_system_prompt(f"Now: {time.time()}")
+'''
+    assert lint_source(source) == []
+
+
+def test_a_context_provider_hook_is_found_by_its_base(tmp_path):
+    providers = '''from datetime import datetime
+from atomic_agents.context import BaseDynamicContextProvider
+
+
+class DateProvider(BaseDynamicContextProvider):
+    def get_info(self) -> str:
+        return f"Today is {datetime.now():%A %H:%M}."
+
+
+class NotesProvider(BaseDynamicContextProvider):
+    def get_info(self) -> str:
+        return "\\n".join(self.notes)
+
+
+class Unrelated:
+    def get_info(self) -> str:
+        return f"{datetime.now()}"
+'''
+    main = '''def turn(rag_context, found):
+    rag_context.notes = found
+'''
+    found = lint_tree(tmp_path, {"providers.py": providers, "main.py": main})
+    assert [(d.code, d.line) for d in found] == [("PC101", 7), ("PC401", 12)]
+    assert "called by the framework on every run" in found[0].message
+
+
+def test_a_hook_name_alone_without_its_base_is_not_admitted():
+    assert lint_source("import time\n\nclass P:\n    def get_info(self):\n        return str(time.time())\n") == []
+
+
+@pytest.mark.parametrize("text, fields", [
+    ("ctx.context.state.seat_number = seat\n", {"seat_number"}),
+    ("callback_context.state['_time'] = now\n", {"_time"}),
+    ("run.deps.notes.append(x)\n", {"notes"}),
+    ("state['sources'].extend(found)\n", {"sources"}),
+    ("ctx_state.counter += 1\n", {"counter"}),
+    ("self.seat_number = seat\n", set()),  # an object's own attribute: not a run's state
+    ("config.timeout = 5\n", set()),  # no state or context receiver
+    ("if ctx.state.seat == seat:\n    pass\n", set()),  # a comparison is not a write
+])
+def test_written_fields_scans_writes_through_state_receivers(text, fields):
+    assert set(written_fields(text)) == fields
+
+
+def test_written_fields_reports_the_first_write_position():
+    text = "x = 1\n    ctx.state.a = 1\nctx.state.a = 2\n"
+    assert written_fields(text) == {"a": [2, 5]}
