@@ -22,22 +22,20 @@ from promptlint.lint.diagnostic import Diagnostic, TraceStep
 
 #: Receivers that hold a run's state: the object a framework carries from turn to turn.
 _STATE_WORDS = re.compile(r"state|context|ctx|deps|session", re.IGNORECASE)
+#: The same words as plain substrings: `str.find` finds the few lines worth a regex (every file
+#: of a tree is scanned, so a regex over whole texts would cost more than admission itself).
+_WORDS = ("state", "State", "STATE", "context", "Context", "CONTEXT", "ctx", "Ctx", "CTX",
+          "deps", "Deps", "session", "Session", "SESSION")
 _MUTATORS = r"(?:append|extend|insert|add|update|pop|remove|clear|setdefault|discard)"
-_WRITES = (
+_WRITES = tuple(re.compile(p) for p in (
     # ctx.context.state.seat_number = seat / ctx.counter += 1
-    re.compile(r"^[ \t]*((?:[A-Za-z_]\w*\.)+)([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?[-+|]?=(?!=)", re.MULTILINE),
+    r"[ \t]*((?:[A-Za-z_]\w*\.)+)([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?[-+|]?=(?!=)",
     # callback_context.state["_time"] = now()
-    re.compile(r"^[ \t]*((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\[[ \t]*[\"'](\w+)[\"'][ \t]*\][ \t]*[-+|]?=(?!=)", re.MULTILINE),
+    r"[ \t]*((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\[[ \t]*[\"'](\w+)[\"'][ \t]*\][ \t]*[-+|]?=(?!=)",
     # ctx.deps.notes.append(x) / state["sources"].append(x)
-    re.compile(rf"^[ \t]*((?:[A-Za-z_]\w*\.)+)(\w+)\.{_MUTATORS}\(", re.MULTILINE),
-    re.compile(rf"^[ \t]*((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\[[ \t]*[\"'](\w+)[\"'][ \t]*\]\.{_MUTATORS}\(", re.MULTILINE),
-)
-
-
-def writes_state(text: str) -> bool:
-    """Whether a piece of code writes through a state or context receiver (cheap test)."""
-    return _STATE_WORDS.search(text) is not None and any(
-        _STATE_WORDS.search(m.group(1)) for p in _WRITES for m in p.finditer(text))
+    rf"[ \t]*((?:[A-Za-z_]\w*\.)+)(\w+)\.{_MUTATORS}\(",
+    rf"[ \t]*((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\[[ \t]*[\"'](\w+)[\"'][ \t]*\]\.{_MUTATORS}\(",
+))
 
 
 def state_receiver(text: str) -> bool:
@@ -45,21 +43,43 @@ def state_receiver(text: str) -> bool:
     return _STATE_WORDS.search(text) is not None
 
 
+def _candidate_lines(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each line that mentions a state word."""
+    spans = set()
+    for word in _WORDS:
+        i = text.find(word)
+        while i != -1:
+            start = text.rfind("\n", 0, i) + 1
+            end = text.find("\n", i)
+            end = len(text) if end == -1 else end
+            spans.add((start, end))
+            i = text.find(word, end)
+    return sorted(spans)
+
+
+def _writes(text: str):
+    """(receiver, field, offset) of each write through a state or context receiver."""
+    for start, end in _candidate_lines(text):
+        for pattern in _WRITES:
+            match = pattern.match(text, start, end)
+            if match is not None and _STATE_WORDS.search(match.group(1)):
+                yield match.group(1), match.group(2), match.start(1)
+                break
+
+
+def writes_state(text: str) -> bool:
+    """Whether a piece of code writes through a state or context receiver."""
+    return next(_writes(text), None) is not None
+
+
 def written_fields(text: str) -> dict[str, list]:
     """Fields written through a state or context receiver: name -> [line, column] of the first.
     (The analysis adds the rule code of a real source written there: [line, column, code].)"""
-    found: dict[str, list[int]] = {}
-    if _STATE_WORDS.search(text) is None:
-        return found
-    for pattern in _WRITES:
-        for match in pattern.finditer(text):
-            receiver, name = match.group(1), match.group(2)
-            if _STATE_WORDS.search(receiver) is None:
-                continue
-            line = text.count("\n", 0, match.start(1)) + 1
-            column = match.start(1) - (text.rfind("\n", 0, match.start(1)) + 1) + 1
-            if name not in found or [line, column] < found[name]:
-                found[name] = [line, column]
+    found: dict[str, list] = {}
+    for _, name, offset in _writes(text):
+        if name not in found:
+            line_start = text.rfind("\n", 0, offset) + 1
+            found[name] = [text.count("\n", 0, offset) + 1, offset - line_start + 1]
     return found
 
 
