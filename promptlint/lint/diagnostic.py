@@ -66,6 +66,8 @@ class Diagnostic:
     #: A run-state field the flow needs written while the conversation runs (run_state.py);
     #: resolved before output, never printed.
     needs: str = ""
+    #: The sink is a request sent right there (not a layer built to be sent later): lifetimes.py.
+    sent: bool = False
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.column, self.code, self.message)

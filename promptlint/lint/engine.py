@@ -445,9 +445,15 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
 
     writes = {path: result.writes for path, result in results.items() if result.writes}
     docs = load_rule_docs()
+    lifetimes = None
     for path in files:
         result = results[path]
-        found = resolve_run_state(result.diagnostics, writes, docs) if result.diagnostics else result.diagnostics
+        found = result.diagnostics
+        if found:
+            from promptlint.lint.lifetimes import Lifetimes
+
+            lifetimes = lifetimes or Lifetimes(files, lambda p: read_text(p, settings.max_file_bytes)[0])
+            found = [d for d in resolve_run_state(found, writes, docs) if not lifetimes.computed_once(d)]
         if found or result.has_marker:
             text, _ = read_text(path, settings.max_file_bytes)
             if text is not None:

@@ -34,7 +34,7 @@ from promptlint.lint.diagnostic import Diagnostic, FileResult, Fix, TraceStep
 from promptlint.lint.writing import replace_atomically
 
 CACHE_DIR = ".promptlint_cache"
-FORMAT = "6"  # bump when the entry layout changes (6: a diagnostic's `needs`, a result's run-state `writes`)
+FORMAT = "6"  # bump when the entry layout changes (6: a diagnostic's `needs` and `sent`, a result's run-state `writes`)
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by promptlint.\n"
 _GITIGNORE = "# Created by promptlint automatically.\n*\n"
 _MAX_PACK_BYTES = 256 * 1024 * 1024
@@ -117,14 +117,14 @@ def _dump_diagnostic(d: Diagnostic) -> list:
     fix = None if d.fix is None else [d.fix.kind, d.fix.line, d.fix.column, d.fix.end_line, d.fix.end_column,
                                       d.fix.safe, d.fix.description, d.fix.path, d.fix.keyword]
     return [d.path, d.line, d.column, d.end_line, d.end_column, d.code, d.name, d.message, d.severity,
-            [[s.path, s.line, s.column, s.note] for s in d.trace], fix, d.needs]
+            [[s.path, s.line, s.column, s.note] for s in d.trace], fix, d.needs, d.sent]
 
 
 def _load_diagnostic(raw) -> Diagnostic:
     _check(raw, list)
-    if len(raw) != 12:
+    if len(raw) != 13:
         raise _Invalid
-    path, line, column, end_line, end_column, code, name, message, severity, trace, fix, needs = raw
+    path, line, column, end_line, end_column, code, name, message, severity, trace, fix, needs, sent = raw
     for text in (path, code, name, message, needs):
         _check(text, str)
     if severity not in ("error", "warning"):
@@ -144,7 +144,7 @@ def _load_diagnostic(raw) -> Diagnostic:
         fixed = Fix(_check(fix[0], str), *_ints(fix[1:5], 4), safe=_check(fix[5], bool),
                     description=_check(fix[6], str), path=_check(fix[7], str), keyword=_check(fix[8], str))
     return Diagnostic(path, *_ints([line, column, end_line, end_column], 4), code, name, message, severity,
-                      tuple(steps), fixed, needs=needs)
+                      tuple(steps), fixed, needs=needs, sent=_check(sent, bool))
 
 
 def _dump_result(result) -> dict:

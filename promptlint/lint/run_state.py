@@ -86,8 +86,9 @@ def written_fields(text: str) -> dict[str, list]:
 def resolve(diagnostics, writes: dict[str, dict[str, list]], docs: dict) -> list[Diagnostic]:
     """Keep a flow that needs a field only when the tree writes it; its trace starts at the write.
 
-    The write chosen: one that stores a real source (its rule code then replaces per-turn
-    content: a clock written into the state is a clock), in the reading file if there is one,
+    A write that stores a real source gives the finding that source's family (a clock written
+    into the state is a clock); other writes (a tool storing the model's argument) are per-turn
+    content. One finding per family; for each, the write in the reading file if there is one,
     else the first by path and line."""
     by_name: dict[str, list[tuple]] = {}
     for path in sorted(writes):
@@ -98,19 +99,24 @@ def resolve(diagnostics, writes: dict[str, dict[str, list]], docs: dict) -> list
         if not d.needs:
             kept.append(d)
             continue
-        found = by_name.get(d.needs)
-        if not found:
-            continue
-        path, line, column, *code = min(found, key=lambda w: (len(w) < 4, w[0] != d.path, w[0], w[1]))
-        code = code[0] if code and code[0] in docs else d.code
-        what = f" ({docs[code].summary.split(' reaches ')[0].lower()})" if code != d.code else ""
-        write = TraceStep(path, line, column, f"written while the conversation runs: `{d.needs}`{what}")
-        where = f"line {line}" if path == d.path else f"{path}:{line}"
-        message = f"{d.message}; written while the conversation runs ({where})"
-        if code != d.code:
-            layer = d.trace[-1].note.removeprefix("reaches ") if d.trace else ""
-            old, new = (docs[c].summary.format(sink=layer, detail="") for c in (d.code, code))
-            message = new + message[len(old):] if message.startswith(old) else message
-        kept.append(replace(d, code=code, name=docs[code].name if code in docs else d.name,
-                            trace=(write, *d.trace), needs="", message=message))
+        by_code: dict[str, list[tuple]] = {}
+        for path, line, column, *code in by_name.get(d.needs, ()):
+            by_code.setdefault(code[0] if code and code[0] in docs else d.code, []).append((path, line, column))
+        for code, found in sorted(by_code.items()):
+            path, line, column = min(found, key=lambda w: (w[0] != d.path, w))
+            kept.append(_from_write(d, code, TraceStep(path, line, column, ""), docs))
     return kept
+
+
+def _from_write(d: Diagnostic, code: str, write: TraceStep, docs: dict) -> Diagnostic:
+    """``d`` (a read of run state) starting at a write of the field, reported as ``code``."""
+    what = f" ({docs[code].summary.split(' reaches ')[0].lower()})" if code != d.code else ""
+    write = TraceStep(write.path, write.line, write.column, f"written while the conversation runs: `{d.needs}`{what}")
+    where = f"line {write.line}" if write.path == d.path else f"{write.path}:{write.line}"
+    message = f"{d.message}; written while the conversation runs ({where})"
+    if code != d.code:
+        layer = d.trace[-1].note.removeprefix("reaches ") if d.trace else ""
+        old, new = (docs[c].summary.format(sink=layer, detail="") for c in (d.code, code))
+        message = new + message[len(old):] if message.startswith(old) else message
+    return replace(d, code=code, name=docs[code].name if code in docs else d.name,
+                   trace=(write, *d.trace), needs="", message=message)

@@ -442,3 +442,78 @@ class Agent:
 ''')
     found = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1).diagnostics
     assert [(Path(d.path).name, d.line, d.code) for d in found] == [("builder.py", 10, "PC401")]
+
+
+# ------------------------------------------------------------ lifetimes the call graph shows
+FACTORY = '''from datetime import datetime
+
+
+def make_agent(model):
+    system = {{"role": "system", "content": f"Started at {{datetime.now():%H:%M}}."}}
+    return Agent(model, messages=[system])
+
+
+{caller}
+'''
+
+
+@pytest.mark.parametrize("caller, expected", [
+    # Built once in main(), used for the whole run: the date is fixed for the agent's life.
+    ("def main():\n    agent = make_agent('m')\n    while True:\n        agent.step(input())\n\n\n"
+     "if __name__ == '__main__':\n    main()", []),
+    # Built once by a set-up function that main() calls.
+    ("def build_team():\n    return [make_agent('m')]\n\n\ndef main():\n    team = build_team()\n    return team", []),
+    # Built per request: every caller is a request handler.
+    ("def handle(request):\n    return make_agent('m').step(request.text)", ["PC101"]),
+    # Built in a loop, even in main().
+    ("def main():\n    for task in range(3):\n        make_agent('m').step(str(task))", ["PC101"]),
+    # Handed to a framework as a factory: it calls it when it wants.
+    ("def main(runner):\n    runner.register(make_agent)", ["PC101"]),
+    # An entry point that takes a request is not an entry point of a process.
+    ("def main(question):\n    return make_agent('m').step(question)", ["PC101"]),
+    # Nobody calls it: its lifetime is unknown.
+    ("", ["PC101"]),
+])
+def test_a_function_every_caller_runs_once_computes_its_values_once(caller, expected):
+    assert codes(FACTORY.format(caller=caller)) == expected
+
+
+def test_a_routed_function_runs_per_request_whoever_calls_it():
+    source = FACTORY.format(caller="@app.get('/chat')\ndef chat():\n    return make_agent('m')\n\n\n"
+                                   "def main():\n    chat()")
+    assert codes(source) == ["PC101"]
+
+
+def test_a_one_shot_request_keeps_its_finding_but_a_value_reused_by_many_requests_does_not():
+    one_shot = '''from datetime import datetime
+import anthropic
+
+
+def banner():
+    return f"Started {datetime.now()}"
+
+
+def main():
+    anthropic.Anthropic().messages.create(model="m", max_tokens=9, system=banner(), messages=[])
+
+
+main()
+'''
+    assert codes(one_shot) == ["PC101"]
+    reused = one_shot.replace(
+        '    anthropic.Anthropic().messages.create(model="m", max_tokens=9, system=banner(), messages=[])',
+        '    system = banner()\n    while True:\n'
+        '        anthropic.Anthropic().messages.create(model="m", max_tokens=9, system=system, messages=[])')
+    assert codes(reused) == []
+
+
+def test_a_caller_in_another_module_counts(tmp_path):
+    (tmp_path / "agents.py").write_text(FACTORY.format(caller=""), encoding="utf-8")
+    (tmp_path / "app.py").write_text("from agents import make_agent\n\n\ndef on_message(text):\n"
+                                     "    return make_agent('m').step(text)\n", encoding="utf-8")
+    report = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1)
+    assert [d.code for d in report.diagnostics] == ["PC101"]
+    (tmp_path / "app.py").write_text("from agents import make_agent\n\n\ndef main():\n"
+                                     "    agent = make_agent('m')\n    return agent\n", encoding="utf-8")
+    report = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1)
+    assert report.diagnostics == []

@@ -6,7 +6,8 @@ from promptlint.lint.analysis.calls import Calls
 from promptlint.lint.analysis.expressions import Expressions
 from promptlint.lint.analysis.sinks import Sinks
 from promptlint.lint.analysis.statements import Statements
-from promptlint.lint.analysis.values import ClassInfo, FunctionRef, ParamSink, Summary, Taint, Val, frozen_ok, runs_once, set_up_path
+from promptlint.lint.analysis.values import ClassInfo, FunctionRef, ParamSink, Summary, Taint, Val, frozen_ok
+from promptlint.lint.lifetimes import runs_once, set_up_path
 
 
 class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
@@ -27,6 +28,7 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         self.role_branch = 0  # > 0 inside `if role == "system":` (a role dispatch)
         self.loop_depth = 0  # > 0 inside a loop (a module-level loop runs per request)
         self.sending = 0  # > 0 while checking the arguments of a request-sending call
+        self.per_call = 0  # > 0 while reporting what a framework evaluates on each call (instructions=fn)
         self.defer_shapes = 0  # > 0 while evaluating `msgs.append(...)` arguments: position decides
         self.control: list[tuple[Taint, ...]] = []  # clock taints of enclosing `if now.hour < 12:` tests
         self.turn_objects: dict[str, Taint] = {}  # per-turn parameters typed as objects: only their text is

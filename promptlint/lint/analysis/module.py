@@ -257,7 +257,7 @@ class ModuleAnalysis:
 
     # ------------------------------------------------------------ diagnostics
     def emit(self, taint: Taint, sink_node: ast.AST, layer: str, code: str | None = None,
-             sink_step: TraceStep | None = None) -> None:
+             sink_step: TraceStep | None = None, sent: bool = False) -> None:
         if not self.report or taint.param >= 0:
             return
         code = code or taint.code
@@ -291,7 +291,7 @@ class ModuleAnalysis:
         fix = taint.fix if code in ("PC501", "PC502") else None
         self.diagnostics.append(Diagnostic(
             path=path, line=line, column=col, end_line=end_line, end_column=end_col, code=code,
-            name=doc.name, message=message, severity=doc.severity, trace=steps, fix=fix, needs=taint.needs,
+            name=doc.name, message=message, severity=doc.severity, trace=steps, fix=fix, needs=taint.needs, sent=sent,
         ))
 
     def emit_check(self, code: str, node: ast.AST, detail: str, layer: str = "") -> None:

@@ -168,11 +168,11 @@ class Sinks:
                 step = self.m.step(node, f"{name}() is evaluated per request")
                 state = ref.module.run_state_return(ref).taints
                 ret = summary.ret.with_taints(tuple(t.then(step) for t in merge(summary.ret.taints, state) if t.param < 0))
-                self.sending += 1  # called on each request: not frozen with an agent built at import time
+                self.per_call += 1  # called on each request: not frozen with an agent built at import time
                 try:
                     self._report_val(ret, node, layer, "value")
                 finally:
-                    self.sending -= 1
+                    self.per_call -= 1
             else:
                 self._report_val(val, node, layer, "value")
 
@@ -185,11 +185,11 @@ class Sinks:
             if self.m.catalog.source_newest_of.match(name):
                 continue
             step = self.m.step(node, f"session state filled into the placeholder on each model call: `{{{name}}}`")
-            self.sending += 1  # filled per call: not frozen with an agent built at import time
+            self.per_call += 1  # filled per call: not frozen with an agent built at import time
             try:
                 self._report(Taint("PC401", "volatile", (step,), needs=name), node, layer, "value")
             finally:
-                self.sending -= 1
+                self.per_call -= 1
 
     def _report_val(self, val: Val, node: ast.AST, layer: str, kind: str) -> None:
         for t in val.taints:
@@ -216,9 +216,9 @@ class Sinks:
                 self.param_sinks.append(ParamSink(taint.param, taint.label, taint.dumped, steps, layer, kind,
                                                   located=taint.code == LOCATED))
             return
-        if self.frozen and not self.sending and not frozen_ok(taint):
+        if self.frozen and not self.sending and not self.per_call and not frozen_ok(taint):
             return  # a layer built once (import time, __init__) and reused unchanged: not a leak
-        self.m.emit(taint, node, layer, "PC604" if kind == "cache-key" else None, sink_step)
+        self.m.emit(taint, node, layer, "PC604" if kind == "cache-key" else None, sink_step, sent=self.sending > 0)
 
     def _count_breakpoints(self, node: ast.Call, kwargs: dict[str, Val]) -> None:
         count = 1 if "cache_control" in kwargs else 0

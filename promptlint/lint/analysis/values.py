@@ -9,7 +9,6 @@ the function it names). A ``Taint`` is Semgrep-style: a rule code, a label (``vo
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -19,29 +18,6 @@ from promptlint.lint.diagnostic import Fix, TraceStep
 RUN_STATE = "~run-state"
 MAX_TAINTS = 16
 MAX_STEPS = 14
-#: Methods that run once per object: what they compute is frozen for the object's life.
-INIT_METHODS = frozenset({"__init__", "__post_init__", "setup", "model_post_init", "__new__"})
-#: Verbs that name a one-time set-up path (``initialize_message_sequence``, ``setup_agent``,
-#: ``_init_tools``): what it computes is stored and reused. ``create_``/``build_``/``make_`` are
-#: not here: real agents rebuild their agent and prompt per request in ``create_agent``.
-SETUP_VERBS = ("init_", "initialize_", "initialise_", "setup_", "set_up_", "bootstrap_")
-#: Functions that open a conversation (``create_conversation``, ``start_session``,
-#: ``new_chat_thread``): what they compute is stored with it and reused by each of its turns.
-SESSION_START = re.compile(r"(?:create|new|start|open|begin)_(?:\w+_)?(?:session|conversation|thread)s?")
-
-
-def runs_once(name: str) -> bool:
-    """True for a function whose name says it runs once per object, session or process."""
-    return name in INIT_METHODS or set_up_path(name)
-
-
-def set_up_path(name: str) -> bool:
-    """A named set-up function (not a constructor): it runs once whoever calls it, so what its
-    callers pass it lands once too. (A constructor's arguments are the caller's: an object may
-    be built per request.)"""
-    bare = name.lstrip("_").lower()
-    return name not in INIT_METHODS and (bare in ("init", "initialize", "initialise", "bootstrap") or bare.startswith(SETUP_VERBS)
-                                         or SESSION_START.fullmatch(bare) is not None)
 
 
 class Taint(NamedTuple):

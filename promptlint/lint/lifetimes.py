@@ -1,0 +1,208 @@
+"""Lifetimes the call graph shows: a function that every caller runs once (issue 14).
+
+The analysis freezes what is computed at import time, in ``__init__`` and in set-up functions
+named for it. Real agents build much of their prompt once in other ways: in ``main()``, in a
+factory that ``main()`` calls before its loop, in a helper that only ``__init__`` calls. After
+the analysis, a finding whose source is computed in such a function, outside any loop in it, is
+dropped: the value is computed once and reused unchanged (docs/field.md, "What counts").
+
+A function runs once when its name says so (``main``, ``__init__``, set-up verbs) or when every
+reference to its name in the linted tree is a call made outside loops, from module-level code or
+from a function that runs once itself. Anything else keeps the finding: a name passed as a
+callback, a decorated function (a route, a tool, an event handler), a call in a loop, a name that
+too many files mention to prove anything, a file that does not parse.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from promptlint.lint.source import parse_python
+
+#: Methods that run once per object: what they compute is frozen for the object's life.
+INIT_METHODS = frozenset({"__init__", "__post_init__", "setup", "model_post_init", "__new__"})
+#: Verbs that name a one-time set-up path (``initialize_message_sequence``, ``setup_agent``,
+#: ``_init_tools``): what it computes is stored and reused. ``create_``/``build_``/``make_`` are
+#: not here: real agents rebuild their agent and prompt per request in ``create_agent``.
+SETUP_VERBS = ("init_", "initialize_", "initialise_", "setup_", "set_up_", "bootstrap_")
+#: Functions that open a conversation (``create_conversation``, ``start_session``,
+#: ``new_chat_thread``): what they compute is stored with it and reused by each of its turns.
+SESSION_START = re.compile(r"(?:create|new|start|open|begin)_(?:\w+_)?(?:session|conversation|thread)s?")
+
+
+def runs_once(name: str) -> bool:
+    """True for a function whose name says it runs once per object, session or process."""
+    return name in INIT_METHODS or set_up_path(name)
+
+
+def set_up_path(name: str) -> bool:
+    """A named set-up function (not a constructor): it runs once whoever calls it, so what its
+    callers pass it lands once too. (A constructor's arguments are the caller's: an object may
+    be built per request.)"""
+    bare = name.lstrip("_").lower()
+    return name not in INIT_METHODS and (bare in ("init", "initialize", "initialise", "bootstrap") or bare.startswith(SETUP_VERBS)
+                                         or SESSION_START.fullmatch(bare) is not None)
+
+
+#: Entry points: a process runs them once (when they take no required argument).
+ONCE_ROOTS = frozenset({"main", "_main", "async_main", "amain"})
+#: Families whose values vary per call (orderings and framework options are not about lifetime).
+_VOLATILE_FAMILIES = ("PC1", "PC2", "PC3", "PC4")
+#: A name mentioned in more files than this is too common to prove it runs once.
+MAX_FILES = 12
+MAX_DEPTH = 5
+_PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod"})
+
+
+@dataclass
+class _Def:
+    name: str | None  # None: a lambda (called whenever its holder calls it)
+    first: int
+    last: int
+    decorated: bool
+    required: int  # parameters without a default (besides self/cls): an entry point takes none
+    loops: list[tuple[int, int]] = field(default_factory=list)  # its own loops, not nested functions'
+
+    def in_loop(self, line: int) -> bool:
+        return any(first <= line <= last for first, last in self.loops)
+
+
+@dataclass
+class _Ref:
+    caller: _Def | None  # None: module-level code
+    call: bool
+    in_loop: bool
+
+
+class _Index:
+    """The functions of one module, the loops in each, and every reference to a name."""
+
+    def __init__(self, tree: ast.Module):
+        self.defs: list[_Def] = []
+        self.refs: dict[str, list[_Ref]] = {}
+        self.module_loops: list[tuple[int, int]] = []
+        self._walk(tree, None, 0)
+
+    def innermost(self, line: int) -> _Def | None:
+        found = None
+        for d in self.defs:
+            if d.first <= line <= d.last and (found is None or d.first >= found.first):
+                found = d
+        return found
+
+    def _walk(self, node: ast.AST, owner: _Def | None, loops: int) -> None:
+        func = node.func if isinstance(node, ast.Call) else None
+        for child in ast.iter_child_nodes(node):
+            self._visit(child, owner, loops, child is func)
+
+    def _visit(self, node: ast.AST, owner: _Def | None, loops: int, called: bool) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            decorators = getattr(node, "decorator_list", [])
+            for dec in decorators:
+                self._visit(dec, owner, loops, False)
+            plain = all(isinstance(d, ast.Name) and d.id in _PLAIN_DECORATORS for d in decorators)
+            args = node.args
+            positional = [a.arg for a in [*args.posonlyargs, *args.args]][:len(args.posonlyargs) + len(args.args) - len(args.defaults)]
+            required = len([a for a in positional if a not in ("self", "cls")]) + sum(d is None for d in args.kw_defaults)
+            d = _Def(getattr(node, "name", None), node.lineno, node.end_lineno or node.lineno, not plain, required)
+            self.defs.append(d)
+            for part in ([*node.args.defaults, *[k for k in node.args.kw_defaults if k is not None]]):
+                self._visit(part, owner, loops, False)
+            body = node.body if isinstance(node.body, list) else [node.body]
+            for stmt in body:
+                self._visit(stmt, d, 0, False)
+            return
+        looping = isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp))
+        if looping:
+            span = (node.lineno, node.end_lineno or node.lineno)
+            (owner.loops if owner is not None else self.module_loops).append(span)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            self.refs.setdefault(node.id, []).append(_Ref(owner, called, loops > 0))
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            self.refs.setdefault(node.attr, []).append(_Ref(owner, called, loops > 0))
+        self._walk(node, owner, loops + looping)
+
+
+class Lifetimes:
+    """Answers "is this finding's source computed once?" for one run, parsing files on demand."""
+
+    def __init__(self, files: list[str], read):
+        self.files = files
+        self._read = read  # path -> text or None
+        self._texts: dict[str, str] | None = None
+        self._indexes: dict[str, _Index | None] = {}
+        self._once: dict[str, bool] = {}
+
+    def computed_once(self, d) -> bool:
+        """True when ``d``'s source runs in a function every caller runs once, outside its loops."""
+        if not d.code.startswith(_VOLATILE_FAMILIES) or not d.trace:
+            return False
+        source = d.trace[0]
+        index = self._index(source.path)
+        func = index.innermost(source.line) if index is not None else None
+        if func is None or func.name is None or func.in_loop(source.line):
+            return False
+        if not self._runs_once(func, 0):
+            return False
+        if not d.sent:
+            return True  # a layer built once (an agent, a stored system message) and reused
+        # A request sent right there with it: a one-shot run keeps its finding, a request sent
+        # again and again (in a loop, or from a function called per request) reuses the value.
+        sink = d.trace[-1]
+        index = self._index(sink.path)
+        if index is None:
+            return False
+        where = index.innermost(sink.line)
+        if where is None:
+            return any(first <= sink.line <= last for first, last in index.module_loops)
+        return where.in_loop(sink.line) or where.name is None or not self._runs_once(where, 0)
+
+    def _runs_once(self, func: _Def, depth: int) -> bool:
+        name = func.name
+        if name in ONCE_ROOTS and not func.required or runs_once(name):
+            return True  # an entry point, even wrapped (`@click.command()`, `@trace()`)
+        if func.decorated:
+            return False  # registered with a framework: a route, a tool, a handler
+        if name in self._once:
+            return self._once[name]  # (references are looked up by name: every def of it shares them)
+        if depth >= MAX_DEPTH:
+            return False
+        self._once[name] = False  # a cycle proves nothing
+        refs = self._references(name)
+        once = bool(refs) and all(
+            r.call and not r.in_loop and (r.caller is None or (r.caller.name is not None and self._runs_once(r.caller, depth + 1)))
+            for r in refs)
+        self._once[name] = once
+        return once
+
+    def _references(self, name: str) -> list[_Ref] | None:
+        """Every reference to ``name`` in the linted tree, or None when it cannot be known."""
+        if self._texts is None:
+            self._texts = {}
+            for path in self.files:
+                text = self._read(path)
+                if text is not None:
+                    self._texts[path] = text
+        word = re.compile(rf"\b{re.escape(name)}\b")
+        paths = [p for p, text in self._texts.items() if name in text and word.search(text)]
+        if len(paths) > MAX_FILES:
+            return None
+        refs: list[_Ref] = []
+        for path in paths:
+            index = self._index(path)
+            if index is None:
+                return None
+            refs += index.refs.get(name, ())
+        return refs
+
+    def _index(self, path: str) -> _Index | None:
+        if path not in self._indexes:
+            text = self._texts.get(path) if self._texts is not None else None
+            text = text if text is not None else self._read(path)
+            try:
+                self._indexes[path] = _Index(parse_python(text, path)) if text is not None else None
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._indexes[path] = None
+        return self._indexes[path]
