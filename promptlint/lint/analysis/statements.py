@@ -211,15 +211,21 @@ class Statements:
         return self._return_nodes
 
     def stmt_If(self, node: ast.If) -> None:
+        """Each branch runs on its own copy of the environment, where its assignments are strong
+        (`fn = tool["function"]` hides an `fn` of an earlier loop); the copies are joined after."""
         clock = self.clock_taints(self.eval(node.test), node.test)
         self.control.append(clock)
-        self.depth += 1
+        before, depth = self.env, self.depth
+        self.depth = 0  # (across loop iterations, the join below and the loop's second run carry values)
+        self.env = dict(before)
         dispatch = _is_role_test(node.test)
         self.role_branch += dispatch
         self.run_block(node.body)
         self.role_branch -= dispatch
+        taken, self.env = self.env, dict(before)
         self.run_block(node.orelse)
-        self.depth -= 1
+        self.env = _joined(before, taken, self.env)
+        self.depth = depth
         self.control.pop()
 
     def clock_taints(self, test: Val, node: ast.AST) -> tuple[Taint, ...]:
@@ -406,6 +412,19 @@ class Statements:
         self.env[name] = val if name not in self.env or self.depth == 0 else join(self.env[name], val)
         if self.cls is not None and name.startswith("self.") and name.count(".") == 1:
             self.cls.attrs[name[5:]] = self.env[name]
+
+
+def _joined(before: dict[str, Val], a: dict[str, Val], b: dict[str, Val]) -> dict[str, Val]:
+    """The environment after two branches: a name either branch changed holds both values, with
+    the structure (items, keys) of the branch that changed it (`msgs.append(system)` under an `if`)."""
+    out = dict(a)
+    for name, val in b.items():
+        other = out.get(name)
+        if other is None:
+            out[name] = val
+        elif other is not val:
+            out[name] = join(val, other) if val is before.get(name) else join(other, val)
+    return out
 
 
 def _common_fields(items: list[Val] | None) -> dict[str, Val] | None:
