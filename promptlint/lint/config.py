@@ -250,7 +250,7 @@ def per_file_ignored(path: str, settings: Settings) -> tuple[str, ...]:
     """The selectors that ``per-file-ignores`` applies to ``path``."""
     if not settings.per_file_ignores:
         return ()
-    from promptlint.lint.catalog import glob_match
+    from promptlint.lint.patterns import glob_match
 
     rel = _relative(path, settings.root)
     name = rel.rsplit("/", 1)[-1]

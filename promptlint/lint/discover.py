@@ -16,7 +16,7 @@ from __future__ import annotations
 import errno
 import os
 
-from promptlint.lint.catalog import glob_match
+from promptlint.lint.patterns import glob_match
 from promptlint.lint.diagnostic import Settings
 
 #: Folders and files never worth linting; ``exclude`` replaces this list, ``extend-exclude`` adds.

@@ -362,6 +362,18 @@ def step(conversation, agent):
     assert diags(source) == []
 
 
+@pytest.mark.parametrize("store", ["model_context.add_message", "memory.add_to_memory", "self.remember"])
+def test_a_system_message_object_stored_in_a_history_is_late_not_stable(store):
+    source = f'''import time
+from autogen_core.models import SystemMessage
+
+async def on_turn(self, model_context, memory):
+    await {store}(SystemMessage(content=f"Relevant now: {{time.time()}}"))
+    return [SystemMessage(content=f"Built at {{time.time()}}")]  # returned to be sent: still a sink
+'''
+    assert [(d.code, d.line) for d in diags(source)] == [("PC101", 6)]
+
+
 def test_a_system_message_built_by_keywords_elsewhere_is_still_a_sink():
     source = '''import time
 

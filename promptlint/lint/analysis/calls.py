@@ -28,6 +28,8 @@ _CONTENT_READERS = {"builtins.open", "io.open", "codecs.open", "json.load", "yam
 _TEXT_FIELDS = {"text", "content", "parts", "message", "prompt", "body", "value"}
 #: Methods that add a message to a conversation's history: it lands after the history, late.
 _HISTORY_ADDERS = {"add", "append", "add_message", "append_message", "add_to_history", "push", "log", "record"}
+#: Methods that store a message in a conversation's history or memory, after what is there.
+_HISTORY_STORES = {"add_message", "add_messages", "append_message", "add_to_history", "add_to_memory", "remember"}
 _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
 #: Keywords that name a membership filter (what to leave out or let through, ORM ``__in``).
 _MEMBERSHIP_KEYWORD = re.compile(
@@ -117,11 +119,15 @@ class Calls:
     def eval_Call(self, node: ast.Call) -> Val:
         func = self.eval(node.func)
         appending = isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "insert", "appendleft")
-        self.defer_shapes += appending  # where a system message lands decides whether it is stable
+        # `model_context.add_message(SystemMessage(...))`: a message stored after the history.
+        storing = isinstance(node.func, ast.Attribute) and node.func.attr in _HISTORY_STORES
+        self.defer_shapes += appending or storing  # where a system message lands decides whether it is stable
+        self.history_adds += storing
         try:
             args = [self.eval(a) for a in node.args]
         finally:
-            self.defer_shapes -= appending
+            self.defer_shapes -= appending or storing
+            self.history_adds -= storing
         kwargs: dict[str, Val] = {}
         splat = []
         for kw in node.keywords:
@@ -290,7 +296,7 @@ class Calls:
                                        and getattr(node.func.value, "id", getattr(node.func.value, "attr", "")) in _SYSTEM_CLASSES):
             key = next((k for k in ("content", "text", "template") if k in kwargs), None)
             text = kwargs[key] if key else (args[0] if args else None)
-            if text is not None:
+            if text is not None and not self.history_adds:
                 at = entry_node(node, key, text) if key else (node.args[0] if node.args else node)
                 self.sink_value(text, at, "value", "system message (recognised by its shape)")
             return
