@@ -122,6 +122,8 @@ class Statements:
     def _param_writes(self, node: ast.AST, given: dict[str, tuple[Taint, ...]]) -> dict[int, tuple[Taint, ...]]:
         """Sources written into a parameter's object (``context["time"] = now()``, ``parts.append(x)``):
         the caller's argument holds them after the call. A name the body rebinds is not the argument."""
+        if not any(t.param < 0 for v in self.env.values() for t in v.taints):
+            return {}  # nothing real was computed here: nothing written (and no syntax walk)
         rebound, aliases = _rebound_and_aliases(node)
         writes = {}
         for i, name in enumerate(self.params):
@@ -446,11 +448,16 @@ def _rebound_and_aliases(func: ast.AST) -> tuple[frozenset[str], dict[str, str]]
     found = getattr(func, "_promptlint_aliases", None)
     if found is not None:
         return found
-    stores = Counter(n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    stores: Counter = Counter()
+    assigns = []
+    for n in ast.walk(func):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            stores[n.id] += 1
+        elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+            assigns.append(n)
     out = {}
-    for stmt in ast.walk(func):
-        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
-                and stores[stmt.targets[0].id] == 1):
+    for stmt in assigns:
+        if stores[stmt.targets[0].id] != 1:
             continue
         value = stmt.value
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("setdefault", "get"):
