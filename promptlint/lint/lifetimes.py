@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from promptlint.lint.source import parse_python
 
@@ -57,73 +57,68 @@ MAX_DEPTH = 5
 _PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod"})
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Def:
     name: str | None  # None: a lambda (called whenever its holder calls it)
-    first: int
-    last: int
     decorated: bool
     required: int  # parameters without a default (besides self/cls): an entry point takes none
-    loops: list[tuple[int, int]] = field(default_factory=list)  # its own loops, not nested functions'
-
-    def in_loop(self, line: int) -> bool:
-        return any(first <= line <= last for first, last in self.loops)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Ref:
     caller: _Def | None  # None: module-level code
-    call: bool
     in_loop: bool
 
 
-class _Index:
-    """The functions of one module, the loops in each, and every reference to a name."""
+def _def_of(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> _Def:
+    decorators = getattr(node, "decorator_list", [])
+    plain = all(isinstance(d, ast.Name) and d.id in _PLAIN_DECORATORS for d in decorators)
+    args = node.args
+    positional = [a.arg for a in [*args.posonlyargs, *args.args]][:len(args.posonlyargs) + len(args.args) - len(args.defaults)]
+    required = len([a for a in positional if a not in ("self", "cls")]) + sum(d is None for d in args.kw_defaults)
+    return _Def(getattr(node, "name", None), not plain, required)
 
-    def __init__(self, tree: ast.Module):
-        self.defs: list[_Def] = []
-        self.refs: dict[str, list[_Ref]] = {}
-        self.module_loops: list[tuple[int, int]] = []
-        self._walk(tree, None, 0)
 
-    def innermost(self, line: int) -> _Def | None:
-        found = None
-        for d in self.defs:
-            if d.first <= line <= d.last and (found is None or d.first >= found.first):
-                found = d
-        return found
-
-    def _walk(self, node: ast.AST, owner: _Def | None, loops: int) -> None:
-        func = node.func if isinstance(node, ast.Call) else None
+def _locate(tree: ast.AST, line: int) -> tuple[_Def | None, bool]:
+    """The innermost function holding ``line``, and whether ``line`` is in a loop of that function
+    (or of module code). Descends only along the nodes that span the line."""
+    node, func, loop = tree, None, False
+    while True:
         for child in ast.iter_child_nodes(node):
-            self._visit(child, owner, loops, child is func)
+            first = getattr(child, "lineno", None)
+            if first is not None and first <= line <= (getattr(child, "end_lineno", None) or first):
+                break
+        else:
+            return func, loop
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            func, loop = _def_of(child), False
+        elif isinstance(child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.While)) or (
+                isinstance(child, (ast.For, ast.AsyncFor)) and line > child.lineno):
+            loop = True
+        node = child
 
-    def _visit(self, node: ast.AST, owner: _Def | None, loops: int, called: bool) -> None:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            decorators = getattr(node, "decorator_list", [])
-            for dec in decorators:
-                self._visit(dec, owner, loops, False)
-            plain = all(isinstance(d, ast.Name) and d.id in _PLAIN_DECORATORS for d in decorators)
-            args = node.args
-            positional = [a.arg for a in [*args.posonlyargs, *args.args]][:len(args.posonlyargs) + len(args.args) - len(args.defaults)]
-            required = len([a for a in positional if a not in ("self", "cls")]) + sum(d is None for d in args.kw_defaults)
-            d = _Def(getattr(node, "name", None), node.lineno, node.end_lineno or node.lineno, not plain, required)
-            self.defs.append(d)
-            for part in ([*node.args.defaults, *[k for k in node.args.kw_defaults if k is not None]]):
-                self._visit(part, owner, loops, False)
-            body = node.body if isinstance(node.body, list) else [node.body]
-            for stmt in body:
-                self._visit(stmt, d, 0, False)
-            return
-        looping = isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp))
-        if looping:
-            span = (node.lineno, node.end_lineno or node.lineno)
-            (owner.loops if owner is not None else self.module_loops).append(span)
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            self.refs.setdefault(node.id, []).append(_Ref(owner, called, loops > 0))
-        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-            self.refs.setdefault(node.attr, []).append(_Ref(owner, called, loops > 0))
-        self._walk(node, owner, loops + looping)
+
+def _mentions_in(text: str, name: str):
+    """(line, is a call) of each mention of ``name`` that is not its definition or an import."""
+    for match in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        head = text[line_start:match.start()].lstrip()
+        if head.startswith(("def ", "async def ", "from ", "import ", "#")) or head.endswith(("def ", "class ")):
+            continue  # its definition, an import, a comment
+        call = text[match.end():match.end() + 40].lstrip(" \t").startswith("(")
+        if not call and (head.count('"') % 2 or head.count("'") % 2):
+            continue  # a word in a string (a call in an f-string still counts)
+        yield text.count("\n", 0, match.start()) + 1, call
+
+
+def _passed_around(text: str, name: str) -> bool:
+    """Whether ``text`` mentions ``name`` other than by defining, importing or calling it
+    (a callback, a registration, a decorator): then it may run any time."""
+    return any(not call for _, call in _mentions_in(text, name))
+
+
+def _call_lines(text: str, name: str) -> list[int]:
+    return [line for line, call in _mentions_in(text, name) if call]
 
 
 class Lifetimes:
@@ -133,7 +128,7 @@ class Lifetimes:
         self.files = files
         self._read = read  # path -> text or None
         self._texts: dict[str, str] | None = None
-        self._indexes: dict[str, _Index | None] = {}
+        self._trees: dict[str, ast.AST | None] = {}
         self._once: dict[str, bool] = {}
 
     def computed_once(self, d) -> bool:
@@ -141,9 +136,9 @@ class Lifetimes:
         if not d.code.startswith(_VOLATILE_FAMILIES) or len(d.trace) < 2:
             return False  # (a framework option is its own source: the framework adds the value per run)
         source = d.trace[0]
-        index = self._index(source.path)
-        func = index.innermost(source.line) if index is not None else None
-        if func is None or func.name is None or func.in_loop(source.line):
+        tree = self._tree(source.path)
+        func, in_loop = _locate(tree, source.line) if tree is not None else (None, False)
+        if func is None or func.name is None or in_loop:
             return False
         if not self._runs_once(func, 0):
             return False
@@ -152,13 +147,13 @@ class Lifetimes:
         # A request sent right there with it: a one-shot run keeps its finding, a request sent
         # again and again (in a loop, or from a function called per request) reuses the value.
         sink = d.trace[-1]
-        index = self._index(sink.path)
-        if index is None:
+        tree = self._tree(sink.path)
+        if tree is None:
             return False
-        where = index.innermost(sink.line)
+        where, in_loop = _locate(tree, sink.line)
         if where is None:
-            return any(first <= sink.line <= last for first, last in index.module_loops)
-        return where.in_loop(sink.line) or where.name is None or not self._runs_once(where, 0)
+            return in_loop
+        return in_loop or where.name is None or not self._runs_once(where, 0)
 
     def _runs_once(self, func: _Def, depth: int) -> bool:
         name = func.name
@@ -173,7 +168,7 @@ class Lifetimes:
         self._once[name] = False  # a cycle proves nothing
         refs = self._references(name)
         once = bool(refs) and all(
-            r.call and not r.in_loop and (r.caller is None or (r.caller.name is not None and self._runs_once(r.caller, depth + 1)))
+            not r.in_loop and (r.caller is None or (r.caller.name is not None and self._runs_once(r.caller, depth + 1)))
             for r in refs)
         self._once[name] = once
         return once
@@ -181,14 +176,14 @@ class Lifetimes:
     def _references(self, name: str) -> list[_Ref] | None:
         """Every reference to ``name`` in the linted tree, or None when it cannot be known."""
         paths = self._mentions(name)
-        if paths is None:
-            return None
+        if paths is None or any(_passed_around(self._texts[p], name) for p in paths):
+            return None  # (a mention that is no call: a callback, a registration; no need to parse)
         refs: list[_Ref] = []
         for path in paths:
-            index = self._index(path)
-            if index is None:
+            tree = self._tree(path)
+            if tree is None:
                 return None
-            refs += index.refs.get(name, ())
+            refs += [_Ref(*_locate(tree, line)) for line in _call_lines(self._texts[path], name)]
         return refs
 
     def _mentions(self, name: str) -> list[str] | None:
@@ -223,12 +218,12 @@ class Lifetimes:
             match = word.search(blob, self._starts[file + 1])  # the next file
         return [self._paths[f] for f in found]
 
-    def _index(self, path: str) -> _Index | None:
-        if path not in self._indexes:
+    def _tree(self, path: str) -> ast.AST | None:
+        if path not in self._trees:
             text = self._texts.get(path) if self._texts is not None else None
             text = text if text is not None else self._read(path)
             try:
-                self._indexes[path] = _Index(parse_python(text, path)) if text is not None else None
+                self._trees[path] = parse_python(text, path) if text is not None else None
             except (SyntaxError, ValueError, RecursionError, MemoryError):
-                self._indexes[path] = None
-        return self._indexes[path]
+                self._trees[path] = None
+        return self._trees[path]

@@ -473,6 +473,10 @@ def make_agent(model):
     ("def main(question):\n    return make_agent('m').step(question)", ["PC101"]),
     # Nobody calls it: its lifetime is unknown.
     ("", ["PC101"]),
+    # A call inside an f-string is a call: here per request.
+    ("def handle(request):\n    return f\"{make_agent('m')}\"", ["PC101"]),
+    # The name in a log message is not a reference.
+    ("def main():\n    print('calling make_agent now')\n    agent = make_agent('m')\n    return agent", []),
 ])
 def test_a_function_every_caller_runs_once_computes_its_values_once(caller, expected):
     assert codes(FACTORY.format(caller=caller)) == expected
