@@ -374,6 +374,21 @@ async def on_turn(self, model_context, memory):
     assert [(d.code, d.line) for d in diags(source)] == [("PC101", 6)]
 
 
+def test_a_system_message_object_appended_after_the_history_is_late():
+    source = '''import time
+from langchain_core.messages import SystemMessage
+
+async def build(self, history, instruction):
+    messages = []
+    messages.append(SystemMessage(content=f"{instruction} at {time.time()}"))  # leads: stable
+    messages.extend(history)
+    messages.append(SystemMessage(content=f"status: back after {time.time()}"))  # after the history
+    await self.remember(message=SystemMessage(content=f"back after {time.time()}"))  # stored: late
+    return messages
+'''
+    assert [(d.code, d.line) for d in diags(source)] == [("PC101", 6)]
+
+
 def test_a_system_message_built_by_keywords_elsewhere_is_still_a_sink():
     source = '''import time
 

@@ -6,7 +6,7 @@ import ast
 import re
 
 from promptlint.lint.analysis.values import (
-    EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join, merge,
+    EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, frozen_ok, merge,
 )
 from promptlint.lint.analysis.sinks import entry_node, _role
 from promptlint.lint.diagnostic import Fix, TraceStep
@@ -116,18 +116,8 @@ class Calls:
     """Call evaluation of ``FunctionAnalysis``."""
 
     # -------------------------------------------------------------------- calls
-    def eval_Call(self, node: ast.Call) -> Val:
-        func = self.eval(node.func)
-        appending = isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "insert", "appendleft")
-        # `model_context.add_message(SystemMessage(...))`: a message stored after the history.
-        storing = isinstance(node.func, ast.Attribute) and node.func.attr in _HISTORY_STORES
-        self.defer_shapes += appending or storing  # where a system message lands decides whether it is stable
-        self.history_adds += storing
-        try:
-            args = [self.eval(a) for a in node.args]
-        finally:
-            self.defer_shapes -= appending or storing
-            self.history_adds -= storing
+    def _keyword_arguments(self, node: ast.Call) -> tuple[dict[str, Val], list[Val]]:
+        """The keyword arguments' values (`**kwargs` spread by its known keys) and the spreads."""
         kwargs: dict[str, Val] = {}
         splat = []
         for kw in node.keywords:
@@ -145,12 +135,38 @@ class Calls:
                 kwargs[kw.arg] = self.eval(kw.value).keep(lambda t: not t.code.startswith("PC1"))
             else:
                 kwargs[kw.arg] = self.eval(kw.value)
+        return kwargs, splat
+
+    def eval_Call(self, node: ast.Call) -> Val:
+        func = self.eval(node.func)
+        appending = isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "insert", "appendleft")
+        # `model_context.add_message(SystemMessage(...))`: a message stored after the history.
+        storing = isinstance(node.func, ast.Attribute) and node.func.attr in _HISTORY_STORES
+        self.defer_shapes += appending or storing  # where a system message lands decides whether it is stable
+        self.history_adds += storing
+        try:
+            args = [self.eval(a) for a in node.args]
+        finally:
+            self.defer_shapes -= appending
+        try:
+            kwargs, splat = self._keyword_arguments(node)
+        finally:
+            self.defer_shapes -= storing
+            self.history_adds -= storing
         origin = func.origin
         call_origin = f"{origin}()" if origin else None
         # A call (not a constructor) of a known sink sends what it is given: `llm.ask(system=...)`.
         callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
         sends = callee in _REQUEST_METHODS or bool(
             origin and callee[:1].islower() and self.m.catalog.sink_calls.match(origin))
+        if self.defer_shapes and callee in _SYSTEM_CLASSES:
+            # `msgs.append(SystemMessage(content=x))`: a system message that the list places
+            # (leading: stable; after the history: late), as a dict display would be; stored in
+            # a history (`context.add_message(...)`), it is late.
+            text = next((kwargs[k] for k in ("content", "text", "template") if k in kwargs), args[0] if args else None)
+            if text is not None:
+                keys = None if self.history_adds else {"role": Val(const="system", node=node), "content": text}
+                return Val(text.taints, keys=keys, node=node)
         self.sending += sends
         try:
             if origin:
@@ -160,6 +176,7 @@ class Calls:
             self.sending -= sends
         if origin == "builtins.dict" and not args:
             return Val(merge(*(v.taints for v in kwargs.values())), keys=dict(kwargs), node=node)
+
         if origin == "asyncio.gather":  # `a, b = await gather(f(), g())`: each result keeps its own taints
             return Val(merge(*(a.taints for a in args)), items=list(args), node=node)
         if callee == "strftime" and args and _zone_only(args[-1].const):
@@ -296,7 +313,7 @@ class Calls:
                                        and getattr(node.func.value, "id", getattr(node.func.value, "attr", "")) in _SYSTEM_CLASSES):
             key = next((k for k in ("content", "text", "template") if k in kwargs), None)
             text = kwargs[key] if key else (args[0] if args else None)
-            if text is not None and not self.history_adds:
+            if text is not None:
                 at = entry_node(node, key, text) if key else (node.args[0] if node.args else node)
                 self.sink_value(text, at, "value", "system message (recognised by its shape)")
             return
