@@ -447,3 +447,36 @@ def preprocess(messages, template):
     return messages
 '''
     assert [(d.code, d.line) for d in diags(source)] == [("PC101", 9)]
+
+
+TRANSCRIPT = '''def history_text(message_history):
+    lines = []
+    for msg in message_history:
+        lines.append(f"{msg.source}: {msg.content}")
+    return "\\n".join(lines)
+
+
+def select_speaker(messages, template):
+    prompt = template.format(history=history_text(messages))
+    return [{placement}]
+'''
+
+
+@pytest.mark.parametrize("placement, expected", [
+    ('{"role": "system", "content": prompt}', ["PC401"]),  # the transcript in the system message
+    ('{"role": "user", "content": prompt}', []),  # in the user turn: volatile by design
+])
+def test_a_transcript_of_the_conversation_in_the_system_message_is_per_turn(placement, expected):
+    assert [d.code for d in diags(TRANSCRIPT.replace("{placement}", placement))] == expected
+
+
+def test_converting_a_history_message_by_message_is_not_a_transcript():
+    source = '''def to_provider(messages):
+    out = [{"role": "system", "content": "You are helpful."}]
+    for m in messages:
+        out.append({"role": m.role, "content": m.content})
+    system = "\\n".join(m.content for m in messages if m.role == "system")
+    return {"system": system, "messages": out, "model": "m"}
+'''
+    assert diags(source) == []
+

@@ -6,7 +6,7 @@ import ast
 import builtins
 import re
 
-from promptlint.lint.analysis.values import EMPTY, RUN_STATE, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join, merge
+from promptlint.lint.analysis.values import EMPTY, HISTORY, RUN_STATE, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join, merge
 from promptlint.lint.analysis.sinks import _role
 from promptlint.lint.diagnostic import Fix, TraceStep
 
@@ -46,6 +46,11 @@ def _list_name(node: ast.AST) -> str | None:
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
         return node.slice.value
     return None
+
+
+#: Fields of a message that say who spoke, and the origins of a message's speaker and words.
+_SPEAKER_FIELDS = {"role", "source", "name", "sender", "author", "speaker", "type"}
+_SPEAKER, _SPOKEN = "~history:who", "~history:what"
 
 
 def _turn_param(t: Taint) -> bool:
@@ -109,12 +114,21 @@ class Expressions:
         return self._jinja_taints(text, 1, path, None)
 
     def eval_JoinedStr(self, node: ast.JoinedStr) -> Val:
-        taints = []
+        taints, kinds = [], set()
         for part in node.values:
             if isinstance(part, ast.FormattedValue):
-                taints.append(self.eval(part.value).taints)
+                val = self.eval(part.value)
+                taints.append(val.taints)
+                if val.origin in (_SPEAKER, _SPOKEN):
+                    kinds.add(val.origin)
                 if part.format_spec is not None:
                     taints.append(self.eval(part.format_spec).taints)
+        if len(kinds) == 2:
+            # `f"{m.source}: {m.content}"` over a conversation's messages: a transcript line.
+            spec = self.m.catalog.source_newest_of.match("messages")
+            if spec:
+                step = self.m.step(node, f"{spec[0].note}: a transcript of the conversation `{self.m.snippet(node, 40)}`")
+                taints.append((Taint(spec[0].code, spec[0].label, (step,)),))
         return Val(merge(*taints), node=node)
 
     def eval_Name(self, node: ast.Name) -> Val:
@@ -231,6 +245,10 @@ class Expressions:
             return None
         if base.origin == RUN_STATE:
             return self._run_state_read(name, node)
+        if base.origin == HISTORY and not self.role_branch:
+            # A message of the conversation: who said it and what (a transcript is made of both).
+            kind = _SPEAKER if name in _SPEAKER_FIELDS else _SPOKEN if name in ("content", "text") else None
+            return Val(base.taints, origin=kind, node=node) if kind else None
         spec = self.m.catalog.source_fields.get(name)
         what = "field"
         if spec is None and name in ("content", "text") and _is_last(receiver):
@@ -244,6 +262,13 @@ class Expressions:
             return None
         step = self.m.step(node, f"{spec.note}: {what} `{name}`")
         return Val(merge((Taint(spec.code, spec.label, (step,)),), base.taints), origin=f"state.{name}", node=node)
+
+    def element_of(self, iterable: ast.AST, element: Val) -> Val:
+        """An element of a list named for a conversation's history (`for m in messages`)."""
+        listed = _list_name(iterable)
+        if element.items is None and element.keys is None and listed and self.m.catalog.source_newest_of.match(listed):
+            return Val(element.taints, origin=HISTORY, node=element.node)
+        return element
 
     def _run_state_read(self, name: str, node: ast.AST) -> Val:
         """A field of the run context an instructions function was handed: a leak when the
@@ -387,7 +412,7 @@ class Expressions:
             unordered = tuple(self._consumed(t, gen.iter) for t in it.taints if t.label == "unordered")
             if unordered_result:
                 carried.append(unordered)
-            self.assign(gen.target, Val(tuple(t for t in it.taints if t.label != "unordered")), gen)
+            self.assign(gen.target, self.element_of(gen.iter, Val(tuple(t for t in it.taints if t.label != "unordered"))), gen)
             for cond in gen.ifs:
                 self.eval(cond)
         vals = [self.eval(e) for e in elements]

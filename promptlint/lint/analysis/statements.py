@@ -238,7 +238,7 @@ class Statements:
     def _loop(self, iter_val: Val, target, body, orelse, node) -> None:
         unordered = tuple(t for t in iter_val.taints if t.label == "unordered")
         element = iter_val.with_taints(tuple(t for t in iter_val.taints if t.label != "unordered"))
-        element = Val(element.taints, node=element.node, keys=_common_fields(iter_val.items))
+        element = self.element_of(node.iter, Val(element.taints, node=element.node, keys=_common_fields(iter_val.items)))
         self.depth += 1
         self.loop_depth += 1
         self.loop_unordered.append(tuple(self._consumed(t, node.iter) for t in unordered))

@@ -16,6 +16,8 @@ from promptlint.lint.diagnostic import Fix, TraceStep
 
 #: The origin of a framework's run context inside an instructions function (run_state.py).
 RUN_STATE = "~run-state"
+#: The origin of an element of a list named for a conversation's history (`for m in messages:`).
+HISTORY = "~history"
 MAX_TAINTS = 16
 MAX_STEPS = 14
 
