@@ -107,11 +107,6 @@ def _param_stores(func: ast.AST, params: list[str]) -> list[tuple[str, int]]:
     return found
 
 
-#: Methods named for writing a stable layer: `append_instructions`, `set_system_prompt`.
-_LAYER_WRITER = re.compile(r"_*(?:set|update|append|add|extend|inject|prepend)_(?:to_)?"
-                           r"(?:system_?(?:prompt|message|instruction)s?|instructions|developer_?(?:message|instructions))")
-
-
 class Calls:
     """Call evaluation of ``FunctionAnalysis``."""
 
@@ -317,12 +312,7 @@ class Calls:
                 at = entry_node(node, key, text) if key else (node.args[0] if node.args else node)
                 self.sink_value(text, at, "value", "system message (recognised by its shape)")
             return
-        if isinstance(node.func, ast.Attribute) and _LAYER_WRITER.fullmatch(node.func.attr) and (args or kwargs):
-            # `llm_request.append_instructions([text])`, `agent.set_system_prompt(text)`: a method
-            # named for writing a stable layer takes that layer's text.
-            where = f"system prompt (recognised by the name `{node.func.attr}()`)"
-            for val, at in [*zip(args, node.args), *((v, entry_node(node, k, v)) for k, v in kwargs.items())]:
-                self.sink_value(val, at, "value", where)
+        if self.check_layer_writer(node, args, kwargs):
             return
         adds = isinstance(node.func, ast.Attribute) and node.func.attr in _HISTORY_ADDERS
         if "role" in kwargs and origin != "builtins.dict" and not adds:

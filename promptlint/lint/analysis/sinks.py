@@ -12,6 +12,11 @@ from promptlint.lint.catalog import ArgSpec, Condition, SinkSpec
 _STATE_PLACEHOLDER = re.compile(r"(?<!\{)\{([A-Za-z_]\w*)\??\}(?!\})")
 
 
+#: Methods named for writing a stable layer: `append_instructions`, `set_system_prompt`.
+_LAYER_WRITER = re.compile(r"_*(?:set|update|append|add|extend|inject|prepend)_(?:to_)?"
+                           r"(?:system_?(?:prompt|message|instruction)s?|instructions|developer_?(?:message|instructions))")
+
+
 class Sinks:
     """Sink checks of ``FunctionAnalysis``."""
 
@@ -275,6 +280,16 @@ class Sinks:
         return Val(tuple(t for t in (self.ret.taints if self.ret else ()) if t.steps and t.steps[-1].line == ret_node.lineno))
 
     # ------------------------------------------------- shapes and names (no SDK needed)
+    def check_layer_writer(self, node: ast.Call, args: list[Val], kwargs: dict[str, Val]) -> bool:
+        """`llm_request.append_instructions([text])`, `agent.set_system_prompt(text)`: a method
+        named for writing a stable layer takes that layer's text. True when ``node`` is one."""
+        if not (isinstance(node.func, ast.Attribute) and _LAYER_WRITER.fullmatch(node.func.attr) and (args or kwargs)):
+            return False
+        where = f"system prompt (recognised by the name `{node.func.attr}()`)"
+        for val, at in [*zip(args, node.args), *((v, entry_node(node, k, v)) for k, v in kwargs.items())]:
+            self.sink_value(val, at, "value", where)
+        return True
+
     def check_stable_name(self, node) -> None:
         """A function named for a stable layer (``build_system_prompt``): its returns are sinks."""
         if self.frozen or not self.return_nodes:
