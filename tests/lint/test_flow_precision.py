@@ -416,3 +416,21 @@ def turn(history, question):
                                   messages=[{"role": "user", "content": "go on"}])
 '''
     assert [d.code for d in lint_source(source)] == []
+
+
+def test_a_translation_catalog_is_fixed_text_not_retrieval():
+    source = '''class I18N:
+    def retrieve(self, kind, key):
+        return self._prompts[kind][key]
+
+    def slice(self, key):
+        return {"role": "system", "content": self.retrieve("slices", key)}
+
+
+def build(i18n, memory, query):
+    return [{"role": "system", "content": i18n.retrieve("memory", "extract") + memory.search(query)}]
+'''
+    found = lint_source(source)
+    assert [(d.code, d.line) for d in found] == [("PC401", 10)]
+    assert "memory.search(query)" in found[0].message
+

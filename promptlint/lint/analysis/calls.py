@@ -28,6 +28,7 @@ _CONTENT_READERS = {"builtins.open", "io.open", "codecs.open", "json.load", "yam
 _TEXT_FIELDS = {"text", "content", "parts", "message", "prompt", "body", "value"}
 #: Methods that add a message to a conversation's history: it lands after the history, late.
 _HISTORY_ADDERS = {"add", "append", "add_message", "append_message", "add_to_history", "push", "log", "record"}
+_TRANSLATIONS = re.compile(r"(?i)(?:^|_)(?:i18n|l10n|translations?|locales?|localization)$")  # fixed, translated text
 #: Methods that store a message in a conversation's history or memory, after what is there.
 _HISTORY_STORES = {"add_message", "add_messages", "append_message", "add_to_history", "add_to_memory", "remember"}
 _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
@@ -200,7 +201,7 @@ class Calls:
             specs = self.m.catalog.source_receiver_methods.match(f"{name}.{node.func.attr}") if name else []
             if specs:
                 return self._source_result(node, specs[0], node.func.attr, args, kwargs, receiver=func)
-        if isinstance(node.func, ast.Attribute):
+        if isinstance(node.func, ast.Attribute) and not self._static_catalog(node.func.value):
             spec = self.m.catalog.source_method(node.func.attr)
             # A project method named for retrieval is one too (`client.query_for_conversation`
             # posts the query to a server); a module's function (`re.search`) is not.
@@ -329,6 +330,11 @@ class Calls:
             if not fills and not (origin and origin.startswith("@") and "()" not in origin):
                 for name, val in kwargs.items():
                     self.check_stable_target(name, f"{name}=", val, entry_node(node, name, val))
+
+    def _static_catalog(self, receiver: ast.AST) -> bool:
+        """`i18n.retrieve("slices", "role")`: a translation catalog holds fixed text; it retrieves nothing."""
+        name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+        return _TRANSLATIONS.search(self.cls.name if name == "self" and self.cls is not None else name) is not None
 
     def _source_result(self, node, spec, what, args, kwargs, receiver: Val | None = None) -> Val:
         step = self.m.step(node, f"{spec.note}: `{self.m.snippet(node, 40)}`")
