@@ -111,16 +111,6 @@ def _mentions_in(text: str, name: str):
         yield text.count("\n", 0, match.start()) + 1, call
 
 
-def _passed_around(text: str, name: str) -> bool:
-    """Whether ``text`` mentions ``name`` other than by defining, importing or calling it
-    (a callback, a registration, a decorator): then it may run any time."""
-    return any(not call for _, call in _mentions_in(text, name))
-
-
-def _call_lines(text: str, name: str) -> list[int]:
-    return [line for line, call in _mentions_in(text, name) if call]
-
-
 class Lifetimes:
     """Answers "is this finding's source computed once?" for one run, parsing files on demand."""
 
@@ -176,14 +166,17 @@ class Lifetimes:
     def _references(self, name: str) -> list[_Ref] | None:
         """Every reference to ``name`` in the linted tree, or None when it cannot be known."""
         paths = self._mentions(name)
-        if paths is None or any(_passed_around(self._texts[p], name) for p in paths):
-            return None  # (a mention that is no call: a callback, a registration; no need to parse)
+        if paths is None:
+            return None
+        mentions = {path: list(_mentions_in(self._texts[path], name)) for path in paths}
+        if any(not call for found in mentions.values() for _, call in found):
+            return None  # a mention that is no call (a callback, a registration): no need to parse
         refs: list[_Ref] = []
-        for path in paths:
+        for path, found in mentions.items():
             tree = self._tree(path)
             if tree is None:
                 return None
-            refs += [_Ref(*_locate(tree, line)) for line in _call_lines(self._texts[path], name)]
+            refs += [_Ref(*_locate(tree, line)) for line, _ in found]
         return refs
 
     def _mentions(self, name: str) -> list[str] | None:

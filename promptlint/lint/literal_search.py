@@ -104,6 +104,10 @@ def merged_tokens(token_maps) -> dict[str, bool]:
 # Shapes that are stable layers whatever library sends them: a system/developer-role message
 # in any spelling, a ("system", ...) pair, a request payload's system/instructions keys, a
 # template with a clock inside.
+#: Methods named for writing a stable layer (`append_instructions`, `set_system_prompt`): a
+#: shape token here, and a sink for the analysis (analysis/sinks.py).
+LAYER_WRITER_NAME = (r"(?:set|update|append|add|extend|inject|prepend)_(?:to_)?"
+                     r"(?:system_?(?:prompt|message|instruction)s?|instructions|developer_?(?:message|instructions))")
 SHAPE_TOKENS = (
     r"""["']role["']\s*:\s*["'](?:system|developer)["']"""
     r"""|\brole\s*=\s*(?:["'](?:system|developer)["']|(?:[\w.]*\.)?(?:SYSTEM|DEVELOPER)\b|[\w.]*\.(?:system|developer)\b)"""
@@ -114,6 +118,6 @@ SHAPE_TOKENS = (
     r"""|["']system(?:_instruction|Instruction)?["']\s*:|["']instructions["']\s*:|["']preamble["']\s*:"""
     r"""|\bsystem(?:_prompt|_instruction)?=(?!=)|\bpreamble=(?!=)"""
     r"""|\{[{%][^}\n]{0,80}\bnow\s*\("""
-    r"""|\.(?:set|update|append|add|extend|inject|prepend)_(?:to_)?(?:system_?(?:prompt|message|instruction)s?|instructions|developer_?(?:message|instructions))\s*\("""
+    rf"""|\.{LAYER_WRITER_NAME}\s*\("""
     r"""|["']input_schema["']\s*:|["']inputSchema["']\s*:|["']parameters["']\s*:\s*\{\s*["']type["']"""
 )

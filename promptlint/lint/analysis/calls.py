@@ -8,7 +8,7 @@ import re
 from promptlint.lint.analysis.values import (
     EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, frozen_ok, merge,
 )
-from promptlint.lint.analysis.sinks import entry_node, _role
+from promptlint.lint.analysis.sinks import entry_node, system_text, _role
 from promptlint.lint.diagnostic import Fix, TraceStep
 
 _MUTATORS = {"append", "extend", "insert", "update", "add", "setdefault", "appendleft", "extendleft", "__setitem__"}
@@ -159,7 +159,7 @@ class Calls:
             # `msgs.append(SystemMessage(content=x))`: a system message that the list places
             # (leading: stable; after the history: late), as a dict display would be; stored in
             # a history (`context.add_message(...)`), it is late.
-            text = next((kwargs[k] for k in ("content", "text", "template") if k in kwargs), args[0] if args else None)
+            _, text = system_text(args, kwargs)
             if text is not None:
                 keys = None if self.history_adds else {"role": Val(const="system", node=node), "content": text}
                 return Val(text.taints, keys=keys, node=node)
@@ -172,7 +172,6 @@ class Calls:
             self.sending -= sends
         if origin == "builtins.dict" and not args:
             return Val(merge(*(v.taints for v in kwargs.values())), keys=dict(kwargs), node=node)
-
         if origin == "asyncio.gather":  # `a, b = await gather(f(), g())`: each result keeps its own taints
             return Val(merge(*(a.taints for a in args)), items=list(args), node=node)
         if callee == "strftime" and args and _zone_only(args[-1].const):
@@ -307,8 +306,7 @@ class Calls:
             node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", ""))
         if tail in _SYSTEM_CLASSES or (isinstance(node.func, ast.Attribute) and node.func.value is not None
                                        and getattr(node.func.value, "id", getattr(node.func.value, "attr", "")) in _SYSTEM_CLASSES):
-            key = next((k for k in ("content", "text", "template") if k in kwargs), None)
-            text = kwargs[key] if key else (args[0] if args else None)
+            key, text = system_text(args, kwargs)
             if text is not None:
                 at = entry_node(node, key, text) if key else (node.args[0] if node.args else node)
                 self.sink_value(text, at, "value", "system message (recognised by its shape)")

@@ -270,12 +270,14 @@ class Expressions:
             return Val(element.taints, origin=HISTORY, node=element.node)
         return element
 
-    def _run_state_read(self, name: str, node: ast.AST) -> Val:
-        """A field of the run context an instructions function was handed: a leak when the
-        conversation writes it (run_state.py decides, project-wide). The history is not run state."""
+    def _run_state_read(self, name: str, node: ast.AST, how: str = "run state read on each model call",
+                        shown: str | None = None) -> Val:
+        """A field of the run context an instructions function was handed (or of the session state
+        a framework fills in): a leak when the conversation writes it (run_state.py decides,
+        project-wide). The history is not run state."""
         if self.m.catalog.source_newest_of.match(name):
             return Val(origin=RUN_STATE, node=node)
-        step = self.m.step(node, f"run state read on each model call: `{name}`")
+        step = self.m.step(node, f"{how}: `{shown or name}`")
         return Val((Taint("PC401", "volatile", (step,), needs=name),), origin=RUN_STATE, node=node)
 
     def eval_Subscript(self, node: ast.Subscript) -> Val:

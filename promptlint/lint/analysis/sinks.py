@@ -7,14 +7,20 @@ import re
 
 from promptlint.lint.analysis.values import LOCATED, ParamSink, Taint, Val, _const_str, clip, frozen_ok, merge
 from promptlint.lint.catalog import ArgSpec, Condition, SinkSpec
+from promptlint.lint.literal_search import LAYER_WRITER_NAME
 
 #: ADK's instruction placeholders: `{key}`, `{key?}` (optional); not `{artifact.x}` or `{{`.
 _STATE_PLACEHOLDER = re.compile(r"(?<!\{)\{([A-Za-z_]\w*)\??\}(?!\})")
 
 
-#: Methods named for writing a stable layer: `append_instructions`, `set_system_prompt`.
-_LAYER_WRITER = re.compile(r"_*(?:set|update|append|add|extend|inject|prepend)_(?:to_)?"
-                           r"(?:system_?(?:prompt|message|instruction)s?|instructions|developer_?(?:message|instructions))")
+_LAYER_WRITER = re.compile(r"_*" + LAYER_WRITER_NAME)
+
+
+def system_text(args: list[Val], kwargs: dict[str, Val]) -> tuple[str | None, Val | None]:
+    """A system message object's text: its `content`/`text`/`template` keyword (and which one),
+    else its first argument."""
+    key = next((k for k in ("content", "text", "template") if k in kwargs), None)
+    return key, kwargs[key] if key else (args[0] if args else None)
 
 
 class Sinks:
@@ -187,12 +193,11 @@ class Sinks:
         self._report_val(val, node, layer, "value")
         text = _const_str(val)
         for name in dict.fromkeys(_STATE_PLACEHOLDER.findall(text or "")):
-            if self.m.catalog.source_newest_of.match(name):
-                continue
-            step = self.m.step(node, f"session state filled into the placeholder on each model call: `{{{name}}}`")
+            read = self._run_state_read(name, node, "session state filled into the placeholder on each model call",
+                                        f"{{{name}}}")
             self.per_call += 1  # filled per call: not frozen with an agent built at import time
             try:
-                self._report(Taint("PC401", "volatile", (step,), needs=name), node, layer, "value")
+                self._report_val(read, node, layer, "value")
             finally:
                 self.per_call -= 1
 
