@@ -206,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="one JSON object")
     parser.add_argument("--untriaged", action="store_true", help="print findings that have no triage line")
     parser.add_argument("--findings", action="store_true", help="print every finding with its verdict")
+    parser.add_argument("--dump", type=Path, default=None,
+                        help="also write every finding (JSON: repo, commit, verdict, the finding) to this file")
     args = parser.parse_args(argv)
     try:
         entries = load_corpus(args.corpus)
@@ -242,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         found = [(leak, leak_found(leak, findings, args.slack)) for leak in entry.leaks]
         rows.append((entry, verdicts, found, seconds))
 
+    if args.dump is not None:
+        args.dump.write_text(json.dumps([{"repo": e.repo, "commit": e.commit, "verdict": (v or ("untriaged", ""))[0],
+                                          "finding": f} for e, verdicts, _, _ in rows for f, v in verdicts], indent=1))
     confirmed = [(e, leak, hit) for e, _, found, _ in rows for leak, hit in found if not leak.debatable]
     debatable = [(e, leak, hit) for e, _, found, _ in rows for leak, hit in found if leak.debatable]
     all_findings = [(e, f, v) for e, verdicts, _, _ in rows for f, v in verdicts]

@@ -470,7 +470,8 @@ def one_per_flow(diagnostics) -> list[Diagnostic]:
     """A leak is reported once.
 
     First a finding whose sink is only a step of a longer flow from the same source (a builder
-    recognised by name or shape, then the request) is folded into it; then the findings left at
+    recognised by name or shape, then the request) is folded into it, and of the paths from one
+    source to one sink (through several calls of a helper) the shortest is kept; then the findings left at
     one sink line with one code (``datetime.now()`` and ``datetime.now(tz)`` of one if/else, or
     the same clock reached through two paths) become one: the shortest trace is the finding and
     the other sources are named in its message and listed in ``related``."""
@@ -489,7 +490,12 @@ def one_per_flow(diagnostics) -> list[Diagnostic]:
             # Steps between source and sink only: a sink on the source's own line is its own flow.
             if not any(sink in {(s.path, s.line) for s in k.trace[1:-1]} for k in kept):
                 kept.append(d)
-        folded += kept
+        # One source, one sink inside a helper, several calls that pass it on: one leak (the
+        # shortest path), fixed at the source whichever call site is reported.
+        ends: dict[tuple, Diagnostic] = {}
+        for d in sorted(kept, key=lambda x: (len(x.trace), x.sort_key())):
+            ends.setdefault((d.trace[-1].path, d.trace[-1].line, d.trace[-1].column, d.fix), d)
+        folded += ends.values()
     at_sink: dict[tuple, list[Diagnostic]] = {}
     for d in folded:
         # Findings with different fixes stay apart: each is an edit `--fix` must still make.

@@ -434,3 +434,28 @@ def build(i18n, memory, query):
     assert [(d.code, d.line) for d in found] == [("PC401", 10)]
     assert "memory.search(query)" in found[0].message
 
+
+
+# ------------------------------------------------ one source, one sink, several calls between
+def test_one_source_passed_to_one_helper_by_several_calls_is_one_leak(tmp_path):
+    found, diagnostics = lint_tree(tmp_path, {"agent.py": '''import datetime
+
+import anthropic
+
+client = anthropic.Anthropic()
+
+
+def ask(system, text):
+    return client.messages.create(model="m", max_tokens=64, system=system,
+                                  messages=[{"role": "user", "content": text}])
+
+
+def handle(text):
+    system = f"Now: {datetime.datetime.now()}"
+    if text.startswith("/"):
+        return ask(system, text[1:])
+    draft = ask(system, text)
+    return ask(system, f"Improve: {draft}")
+'''})
+    assert found == [("agent.py", 16, "PC101")]
+    assert [s.line for s in diagnostics[0].trace] == [14, 14, 16, 9]

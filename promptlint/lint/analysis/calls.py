@@ -5,10 +5,11 @@ from __future__ import annotations
 import ast
 import re
 
+from promptlint.lint.analysis import arguments, loops
 from promptlint.lint.analysis.values import (
     EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, frozen_ok, merge,
 )
-from promptlint.lint.analysis.sinks import entry_node, system_text, _role
+from promptlint.lint.analysis.sinks import REQUEST_METHODS, entry_node, system_text, _role
 from promptlint.lint.diagnostic import Fix, TraceStep
 
 _MUTATORS = {"append", "extend", "insert", "update", "add", "setdefault", "appendleft", "extendleft", "__setitem__"}
@@ -16,10 +17,6 @@ _ORDERED_CONSUMERS = {"builtins.list", "builtins.tuple", "builtins.enumerate", "
 _TEMPLATE_METHODS = {"format", "format_map", "render", "substitute", "safe_substitute", "partial", "invoke", "ainvoke",
                      "aformat", "format_messages", "aformat_messages", "format_prompt", "aformat_prompt",
                      "render_async", "async_render", "async_render_with_possible_json_value"}
-#: Methods that send a request: a volatile value built in the same scope goes out with it, even
-#: at import time (a script's one request); other stable layers built then are reused.
-_REQUEST_METHODS = {"create", "stream", "parse", "generate_content", "generate_content_stream", "completion",
-                    "acompletion", "invoke", "ainvoke", "send_message", "count_tokens", "chat", "achat"}
 #: Calls that read a file's content: the path that located it (an env var, the home folder)
 #: is not what reaches the prompt (docs/field.md), so host and environment taints stop here.
 _CONTENT_READERS = {"builtins.open", "io.open", "codecs.open", "json.load", "yaml.safe_load", "yaml.load",
@@ -32,42 +29,9 @@ _TRANSLATIONS = re.compile(r"(?i)(?:^|_)(?:i18n|l10n|translations?|locales?|loca
 #: Methods that store a message in a conversation's history or memory, after what is there.
 _HISTORY_STORES = {"add_message", "add_messages", "append_message", "add_to_history", "add_to_memory", "remember"}
 _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
-#: Keywords that name a membership filter (what to leave out or let through, ORM ``__in``).
-_MEMBERSHIP_KEYWORD = re.compile(
-    r"^_*(?:exclude|excluded|exclusions?|disabled|skip|skipped|ignore|ignored|deny|denied|blocked|blocklist|allowlist)(?:_|$)"
-    r"|__(?:in|not_in)$")
-#: ORM range lookups (Django ``created_at__gte=``): a time there is a cutoff, not text.
-_RANGE_LOOKUP = re.compile(r"__(?:gte?|lte?|range)$")
 #: Keywords that carry a message's text when the call also says ``role="system"``.
 _SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "SystemPrompt", "SystemChatMessage",
                    "SystemMessagePromptTemplate"}
-
-
-#: Keywords that select what a call keeps (``model_dump(include=s)``, ``exclude=``,
-#: ``excluded_tool_names=``): a set given there is a filter, its order never reaches the result.
-_SELECTOR_KEYWORD = re.compile(r"^(include|exclude|excluded|included|only|skip|skipped|ignore|ignored|allow|allowed|"
-                               r"deny|denied|disabled|enabled|selected|filter|blocked)(_|$)")
-
-
-#: Keywords that name what to look up (``db.get_session(session_id=sid)``): the record found is
-#: not made of its key, so a fresh id passed there does not make the record volatile.
-_KEY_KEYWORD = re.compile(r"^(id|ids|key|pk|\w+_(id|ids|key|pk))$")
-#: Metadata fields of an object built by a constructor the analysis cannot see into
-#: (``Session(created_at=now())``): one such field does not make the whole object volatile.
-#: (Named narrowly: ``current_time=`` is content a builder renders, not metadata.)
-_METADATA_KEYWORD = re.compile(r"^(created|updated|modified|timestamp|(created|updated|modified|deleted|expires)_(at|ts)|"
-                               r"last_(updated|modified))$")
-
-
-def _passed(keyword: str, val: Val, callee: str) -> tuple[Taint, ...]:
-    """The taints an argument passes into the result of a call the analysis cannot see into."""
-    if callee in _TEMPLATE_METHODS:
-        return val.taints  # `.format(session_id=...)`: every variable may be rendered
-    if _KEY_KEYWORD.match(keyword) or (callee[:1].isupper() and _METADATA_KEYWORD.match(keyword)):
-        return ()
-    if _SELECTOR_KEYWORD.match(keyword):
-        return tuple(t for t in val.taints if t.label != "unordered")
-    return val.taints
 
 
 def _zone_only(fmt) -> bool:
@@ -122,11 +86,11 @@ class Calls:
                 splat.append(v)
                 if v.keys is not None:
                     kwargs.update(v.keys)
-            elif _MEMBERSHIP_KEYWORD.search(kw.arg):
+            elif arguments.MEMBERSHIP_KEYWORD.search(kw.arg):
                 # `exclude_ids=`, `disabled_tools=`, `id__in=`: a set that only filters by
                 # membership; its iteration order reaches nothing.
                 kwargs[kw.arg] = self.eval(kw.value).keep(lambda t: t.label != "unordered")
-            elif _RANGE_LOOKUP.search(kw.arg):
+            elif arguments.RANGE_LOOKUP.search(kw.arg):
                 # `filter(updated_at__gte=cutoff)`: the clock selects rows, its text goes nowhere.
                 kwargs[kw.arg] = self.eval(kw.value).keep(lambda t: not t.code.startswith("PC1"))
             else:
@@ -153,7 +117,7 @@ class Calls:
         call_origin = f"{origin}()" if origin else None
         # A call (not a constructor) of a known sink sends what it is given: `llm.ask(system=...)`.
         callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-        sends = callee in _REQUEST_METHODS or bool(
+        sends = callee in REQUEST_METHODS or bool(
             origin and callee[:1].islower() and self.m.catalog.sink_calls.match(origin))
         if self.defer_shapes and callee in _SYSTEM_CLASSES:
             # `msgs.append(SystemMessage(content=x))`: a system message that the list places
@@ -164,12 +128,14 @@ class Calls:
                 keys = None if self.history_adds else {"role": Val(const="system", node=node), "content": text}
                 return Val(text.taints, keys=keys, node=node)
         self.sending += sends
+        self.calling += 1
         try:
             if origin:
                 self.check_sinks(node, origin, args, kwargs)
             self.check_call_shape(node, origin, args, kwargs)
         finally:
             self.sending -= sends
+            self.calling -= 1
         if origin == "builtins.dict" and not args:
             return Val(merge(*(v.taints for v in kwargs.values())), keys=dict(kwargs), node=node)
         if origin == "asyncio.gather":  # `a, b = await gather(f(), g())`: each result keeps its own taints
@@ -215,7 +181,7 @@ class Calls:
                     origin and isinstance(self.m.resolve_function(origin.lstrip("@")), FunctionRef))):
                 return self._source_result(node, spec, node.func.id, args, kwargs)
         # 2. sanitizers and serializers
-        arg_taints = merge(*(a.taints for a in args), *(_passed(k, v, callee) for k, v in kwargs.items()), *(s.taints for s in splat))
+        arg_taints = merge(*(a.taints for a in args), *(arguments.passed(k, v, callee, callee in _TEMPLATE_METHODS) for k, v in kwargs.items()), *(s.taints for s in splat))
         if origin:
             sanitizers = self.m.catalog.sanitizer_calls.match(origin)
             if sanitizers:
@@ -246,7 +212,7 @@ class Calls:
             if info is not None:
                 return self._construct(node, info[1], args, kwargs)
         # 4. templates, joins, mutators, everything else: taint flows through
-        if callee in _REQUEST_METHODS and callee not in _TEMPLATE_METHODS and callee != "parse":
+        if callee in REQUEST_METHODS and callee not in _TEMPLATE_METHODS and callee != "parse":
             # `client.messages.create(...)`: the response is the model's new text, not the request
             # it was sent (a clock in the system prompt is not in the reply).
             return Val(origin=call_origin, node=node)
@@ -367,7 +333,9 @@ class Calls:
         return Val(merge(out), node=node)
 
     def _mutate(self, node: ast.Call, recv: Val, method: str, args: list[Val], kwargs) -> None:
-        new = merge(recv.taints, *(a.taints for a in args), *(v.taints for v in kwargs.values()), *self.loop_unordered)
+        grown = loops.carried(self.passes, self._dotted_local(node.func.value), node, self.m) if (
+            self.passes and not loops.history(recv, *args)) else ()
+        new = merge(recv.taints, *(a.taints for a in args), *(v.taints for v in kwargs.values()), grown, *self.loop_unordered)
         if method in ("extend", "update") and args:
             new = merge(new, tuple(self._consumed(t, node.args[0]) if t.label == "unordered" else t for t in args[0].taints))
         items = recv.items
@@ -523,7 +491,8 @@ class Calls:
             arg = actual.get(ps.param)
             if arg is None:
                 continue
-            arg_node = arg.node if isinstance(arg.node, ast.expr) else node
+            arg_node = arguments.argument_syntax(node, ps.param - offset, params[ps.param]) or (
+                arg.node if isinstance(arg.node, ast.expr) else node)
             if ps.located:  # the argument only located a file: the host fact is not the content
                 arg = arg.keep(lambda t: not t.code.startswith("PC3"))
             passed = self.m.step(arg_node, f"passed to {name}()")
@@ -544,9 +513,8 @@ class Calls:
         """``enrich(context)`` wrote sources into ``context``: the caller's object holds them now."""
         if arg is None:
             return
-        at = node.args[position] if 0 <= position < len(node.args) else next(
-            (k.value for k in node.keywords if k.arg == name), None)
-        if at is None or isinstance(at, ast.Starred) or self._dotted_local(at) is None:
+        at = arguments.argument_syntax(node, position, name)
+        if at is None or self._dotted_local(at) is None:
             return
         taints = merge(arg.taints, tuple(t._replace(steps=clip(t.steps + (call_step,))) for t in written))
         # Where inside the object the callee wrote is not known: its structure is no longer either.

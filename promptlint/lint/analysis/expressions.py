@@ -6,6 +6,7 @@ import ast
 import builtins
 import re
 
+from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.values import EMPTY, HISTORY, RUN_STATE, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join, merge
 from promptlint.lint.analysis.sinks import _role
 from promptlint.lint.diagnostic import Fix, TraceStep
@@ -264,7 +265,10 @@ class Expressions:
         return Val(merge((Taint(spec.code, spec.label, (step,)),), base.taints), origin=f"state.{name}", node=node)
 
     def element_of(self, iterable: ast.AST, element: Val) -> Val:
-        """An element of a list named for a conversation's history (`for m in messages`)."""
+        """An element of a list named for a conversation's history (`for m in messages`). A list
+        a loop grows has more elements on each pass; each element is what it was (loops.py)."""
+        if self.passes:
+            element = element.keep(lambda t: not loops.mine(self.passes, t))
         listed = _list_name(iterable)
         if element.items is None and element.keys is None and listed and self.m.catalog.source_newest_of.match(listed):
             return Val(element.taints, origin=HISTORY, node=element.node)
@@ -301,6 +305,8 @@ class Expressions:
         last = (base.origin or "").rsplit(".", 1)[-1]
         if last[:1].isupper() and not last.isupper() and "()" not in base.origin and not base.taints:
             return Val(origin=base.origin, node=node)  # `Agent[Deps](...)`: a generic class is the class
+        if self.passes:  # `merged[-1]`: one element of a list a loop grows is what it was
+            taints = tuple(t for t in taints if not loops.mine(self.passes, t))
         # The key selects, it does not become the value: `cache[id(obj)]` is not an id.
         return Val(taints, node=node,
                    origin=f"{base.origin}[]" if base.origin else None, template=self._template_entry(base.template, key.const))
@@ -414,6 +420,8 @@ class Expressions:
             unordered = tuple(self._consumed(t, gen.iter) for t in it.taints if t.label == "unordered")
             if unordered_result:
                 carried.append(unordered)
+            if self.passes:  # `[render(c) for c in calls]` over a list the loop grows grows too
+                carried.append(tuple(t for t in it.taints if loops.mine(self.passes, t)))
             self.assign(gen.target, self.element_of(gen.iter, Val(tuple(t for t in it.taints if t.label != "unordered"))), gen)
             for cond in gen.ifs:
                 self.eval(cond)

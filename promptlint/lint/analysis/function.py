@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.calls import Calls
 from promptlint.lint.analysis.expressions import Expressions
 from promptlint.lint.analysis.sinks import Sinks
@@ -21,6 +22,7 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         self.ret: Val | None = None
         self.param_sinks: list[ParamSink] = []
         self.loop_unordered: list[tuple[Taint, ...]] = []
+        self.passes: list[loops.Pass] = []  # the loops being evaluated, outermost first (loops.py)
         self.depth = 0  # > 0 inside branches/loops: assignments are weak updates
         self.params: list[str] = []
         self.sink_via: tuple | None = None  # (steps inside the callee, its sink step, dumped, label)
@@ -28,6 +30,7 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         self.role_branch = 0  # > 0 inside `if role == "system":` (a role dispatch)
         self.loop_depth = 0  # > 0 inside a loop (a module-level loop runs per request)
         self.sending = 0  # > 0 while checking the arguments of a request-sending call
+        self.calling = 0  # > 0 while checking the arguments of any call against the sinks
         self.per_call = 0  # > 0 while reporting what a framework evaluates on each call (instructions=fn)
         self.defer_shapes = 0  # > 0 while evaluating `msgs.append(...)` arguments: position decides
         self.history_adds = 0  # > 0 while evaluating `context.add_message(...)` arguments: after the history

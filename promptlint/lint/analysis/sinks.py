@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
+from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.values import LOCATED, ParamSink, Taint, Val, _const_str, clip, frozen_ok, merge
 from promptlint.lint.catalog import ArgSpec, Condition, SinkSpec
 from promptlint.lint.literal_search import LAYER_WRITER_NAME
@@ -22,6 +23,11 @@ def system_text(args: list[Val], kwargs: dict[str, Val]) -> tuple[str | None, Va
     key = next((k for k in ("content", "text", "template") if k in kwargs), None)
     return key, kwargs[key] if key else (args[0] if args else None)
 
+
+#: Methods that send a request: a volatile value built in the same scope goes out with it, even
+#: at import time (a script's one request); other stable layers built then are reused.
+REQUEST_METHODS = {"create", "stream", "parse", "generate_content", "generate_content_stream", "completion",
+                   "acompletion", "invoke", "ainvoke", "send_message", "count_tokens", "chat", "achat"}
 
 class Sinks:
     """Sink checks of ``FunctionAnalysis``."""
@@ -226,6 +232,8 @@ class Sinks:
                 self.param_sinks.append(ParamSink(taint.param, taint.label, taint.dumped, steps, layer, kind,
                                                   located=taint.code == LOCATED))
             return
+        if self.passes and loops.mine(self.passes, taint) and not (self.calling or self.sink_via or loops.sends(self.passes, taint)):
+            return  # a loop that sends nothing (a message merger): what it grows is not sent per pass
         if self.frozen and not self.sending and not self.per_call and not frozen_ok(taint):
             return  # a layer built once (import time, __init__) and reused unchanged: not a leak
         self.m.emit(taint, node, layer, "PC604" if kind == "cache-key" else None, sink_step, sent=self.sending > 0)

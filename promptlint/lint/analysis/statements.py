@@ -6,7 +6,8 @@ import ast
 import re
 from collections import Counter
 
-from promptlint.lint.analysis.sinks import is_system_message
+from promptlint.lint.analysis import loops
+from promptlint.lint.analysis.sinks import REQUEST_METHODS, is_system_message
 from promptlint.lint.analysis.values import RUN_STATE, FunctionRef, Summary, Taint, Val, frozen_ok, join, merge
 from promptlint.lint.run_state import state_receiver
 
@@ -175,6 +176,9 @@ class Statements:
             val = self.eval(node.value)
         finally:
             self.counting -= counted
+        if self.passes and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and loops.grows(
+                node.value, node.targets[0].id):
+            val = val.with_taints(merge(val.taints, loops.carried(self.passes, node.targets[0].id, node, self.m)))
         for target in node.targets:
             self.assign(target, val, node)
 
@@ -185,7 +189,9 @@ class Statements:
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
         old = self.eval(node.target)
         new = self.eval(node.value)
-        taints = merge(old.taints, new.taints, *self.loop_unordered)
+        grown = loops.carried(self.passes, self._dotted_local(node.target), node, self.m) if (
+            self.passes and not loops.history(old, new)) else ()
+        taints = merge(old.taints, new.taints, grown, *self.loop_unordered)
         items = None
         if old.items is not None and new.items is not None and isinstance(node.op, ast.Add):
             items = old.items + new.items
@@ -200,6 +206,8 @@ class Statements:
         val = self.eval(node.value)
         if self.loop_unordered:
             val = val.with_taints(merge(val.taints, *self.loop_unordered))
+        if self.passes:  # what a loop has built so far is returned once, not per pass
+            val = val.keep(lambda t: not loops.mine(self.passes, t))
         name = self.ref.qualname.rsplit(".", 1)[-1] if self.ref else "function"
         step = self.m.step(node.value, f"returned by {name}()")
         val = val.with_taints(tuple(t.then(step) for t in val.taints))
@@ -242,6 +250,7 @@ class Statements:
         self.depth += 1
         self.loop_depth += 1
         self.loop_unordered.append(tuple(self._consumed(t, node.iter) for t in unordered))
+        self.passes.append(loops.enter(node, body, self.env, REQUEST_METHODS))
         for _ in range(2):  # twice: values assigned late in the body flow to its start
             if target is not None:
                 # Each iteration rebinds the target: what the body later assigns to the same
@@ -252,6 +261,7 @@ class Statements:
                 self.assign(target, element, node)
             self.run_block(body)
         self.loop_unordered.pop()
+        self._leave_loop()
         self.run_block(orelse)
         self.depth -= 1
         self.loop_depth -= 1
@@ -265,11 +275,19 @@ class Statements:
         self.eval(node.test)
         self.depth += 1
         self.loop_depth += 1
+        self.passes.append(loops.enter(node, node.body, self.env, REQUEST_METHODS))
         for _ in range(2):
             self.run_block(node.body)
+        self._leave_loop()
         self.run_block(node.orelse)
         self.depth -= 1
         self.loop_depth -= 1
+
+    def _leave_loop(self) -> None:
+        frame = self.passes.pop()
+        loops.leave(frame, self.env)
+        if self.cls is not None:
+            loops.leave(frame, self.cls.attrs)
 
     def stmt_With(self, node: ast.With) -> None:
         for item in node.items:

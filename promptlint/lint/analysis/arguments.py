@@ -1,0 +1,49 @@
+"""What a call's argument means by where it is passed: its keyword (a lookup key, a filter, a
+metadata field) and, for a parameter, the expression the call gives for it."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from promptlint.lint.analysis.values import Taint, Val
+
+#: Keywords that name a membership filter (what to leave out or let through, ORM ``__in``).
+MEMBERSHIP_KEYWORD = re.compile(
+    r"^_*(?:exclude|excluded|exclusions?|disabled|skip|skipped|ignore|ignored|deny|denied|blocked|blocklist|allowlist)(?:_|$)"
+    r"|__(?:in|not_in)$")
+#: ORM range lookups (Django ``created_at__gte=``): a time there is a cutoff, not text.
+RANGE_LOOKUP = re.compile(r"__(?:gte?|lte?|range)$")
+#: Keywords that select what a call keeps (``model_dump(include=s)``, ``exclude=``,
+#: ``excluded_tool_names=``): a set given there is a filter, its order never reaches the result.
+_SELECTOR_KEYWORD = re.compile(r"^(include|exclude|excluded|included|only|skip|skipped|ignore|ignored|allow|allowed|"
+                               r"deny|denied|disabled|enabled|selected|filter|blocked)(_|$)")
+#: Keywords that name what to look up (``db.get_session(session_id=sid)``): the record found is
+#: not made of its key, so a fresh id passed there does not make the record volatile.
+_KEY_KEYWORD = re.compile(r"^(id|ids|key|pk|\w+_(id|ids|key|pk))$")
+#: Metadata fields of an object built by a constructor the analysis cannot see into
+#: (``Session(created_at=now())``): one such field does not make the whole object volatile.
+#: (Named narrowly: ``current_time=`` is content a builder renders, not metadata.)
+_METADATA_KEYWORD = re.compile(r"^(created|updated|modified|timestamp|(created|updated|modified|deleted|expires)_(at|ts)|"
+                               r"last_(updated|modified))$")
+
+
+def passed(keyword: str, val: Val, callee: str, renders: bool) -> tuple[Taint, ...]:
+    """The taints an argument passes into the result of a call the analysis cannot see into."""
+    if renders:
+        return val.taints  # `.format(session_id=...)`: every variable may be rendered
+    if _KEY_KEYWORD.match(keyword) or (callee[:1].isupper() and _METADATA_KEYWORD.match(keyword)):
+        return ()
+    if _SELECTOR_KEYWORD.match(keyword):
+        return tuple(t for t in val.taints if t.label != "unordered")
+    return val.taints
+
+
+def argument_syntax(node: ast.Call, position: int, name: str) -> ast.expr | None:
+    """The expression a call passes for a parameter (by position, else by keyword); None when a
+    splat (`*args`, `**kwargs`) hides it."""
+    if any(isinstance(a, ast.Starred) for a in node.args[:position + 1]):
+        return None
+    if 0 <= position < len(node.args):
+        return node.args[position]
+    return next((k.value for k in node.keywords if k.arg == name), None)

@@ -1,0 +1,129 @@
+"""What a loop carries from one pass to the next (issue 14).
+
+A retry loop that appends each failed attempt to ``previous_attempts``, a ReAct loop that renders
+its growing ``function_call_history`` into the system message, a tool loop that counts down
+``remaining_turns`` in the system prompt: the request the loop sends on each pass carries a
+different stable layer. A name bound before the loop and grown inside it (``x += ...``,
+``x.append(...)``, ``x = x - 1``) is given a per-turn taint at the growing statement. The loop's
+second pass takes it to the sink; when the loop ends the taint is taken away again, because
+after the loop the value is simply what the loop built (``for s in sections: prompt += s``).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from promptlint.lint.analysis.values import Taint, Val
+
+#: The per-turn family: a value that differs between the requests a loop sends.
+CODE = "PC401"
+
+
+@dataclass
+class Pass:
+    """One loop being evaluated: the names bound before it, those its body binds afresh."""
+
+    node: ast.AST
+    before: frozenset[str]
+    reset: frozenset[str]
+    sends: bool  # the body calls a request method itself (`completion(...)`, `.create(...)`)
+    sources: set = field(default_factory=set)  # (path, line, column) of the taints given out
+
+
+def enter(node: ast.AST, body: list[ast.stmt], env: dict[str, Val], request_methods) -> Pass:
+    sends = any(isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None)) in request_methods
+                for stmt in body for n in ast.walk(stmt))
+    return Pass(node, frozenset(env), _bound_afresh(node, body), sends)
+
+
+def carried(passes: list[Pass], name: str | None, node: ast.AST, module) -> tuple[Taint, ...]:
+    """The taint of a name grown at ``node``: from the outermost loop that carries it (bound
+    before that loop, never bound afresh in its body), or none."""
+    if not name:
+        return ()
+    for frame in passes:
+        if name in frame.before and name.split(".")[0] not in frame.reset and name not in frame.reset:
+            step = module.step(node, f"changes on each pass of the loop at line {frame.node.lineno}: "
+                                     f"`{module.snippet(node, 50)}`")
+            frame.sources.add((step.path, step.line, step.column))
+            return (Taint(CODE, "volatile", (step,)),)
+    return ()
+
+
+def mine(passes: list[Pass], taint: Taint) -> bool:
+    """Whether a taint was given out by one of these loops."""
+    return _giver(passes, taint) is not None
+
+
+def sends(passes: list[Pass], taint: Taint) -> bool:
+    """Whether the loop that gave out a taint sends a request in its own body. (Reached through a
+    call in the loop, a grown value is sent per pass too; reached at a message display or an
+    in-place edit, it is sent per pass only when the loop itself sends: not in a message merger.)"""
+    giver = _giver(passes, taint)
+    return giver is not None and giver.sends
+
+
+def _giver(passes: list[Pass], taint: Taint) -> Pass | None:
+    first = taint.steps[0] if taint.steps else None
+    if first is None:
+        return None
+    return next((f for f in passes if (first.path, first.line, first.column) in f.sources), None)
+
+
+def leave(frame: Pass, values: dict) -> None:
+    """After the loop, what it carried is what it built: drop its taints from ``values``."""
+    if not frame.sources:
+        return
+    for name, val in list(values.items()):
+        if any(mine([frame], t) for t in val.taints):
+            values[name] = val.keep(lambda t: not mine([frame], t))
+
+
+def history(*vals: Val) -> bool:
+    """Whether a value added is a conversation's message (a role-keyed dict, a ``*Message``
+    object) or goes into a list of them: the history grows by design, after the prefix."""
+    for val in vals:
+        for v in [val, *(val.items or [])]:
+            name = (v.origin or "").lstrip("@").rsplit(".", 1)[-1].removesuffix("()")
+            if (v.keys is not None and "role" in v.keys) or "Message" in name:
+                return True
+    return False
+
+
+def mentions(node: ast.AST, name: str) -> bool:
+    """Whether an expression reads ``name`` at all (``buf = ""`` starts afresh; ``x = f(x)`` may)."""
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+
+def grows(value: ast.AST, name: str) -> bool:
+    """``x = x - 1``, ``history = history + [turn]``, ``log = f"{log}\n{step}"``: the new value is
+    the old one added to. (``run = handle(run)`` hands the old value on; it does not grow it.)"""
+    if isinstance(value, ast.BinOp):
+        return any(isinstance(side, ast.Name) and side.id == name or grows(side, name)
+                   for side in (value.left, value.right))
+    if isinstance(value, ast.JoinedStr):
+        return any(isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name) and part.value.id == name
+                   for part in value.values)
+    return False
+
+
+def _bound_afresh(loop: ast.AST, body: list[ast.stmt]) -> frozenset[str]:
+    """Names the loop rebinds from scratch on a pass (``buf = ""``, an inner loop's target, ``with
+    ... as x``): those do not carry a value from one pass to the next."""
+    out = set()
+    target = getattr(loop, "target", None)
+    for stmt in [*([target] if target is not None else []), *body]:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Assign):
+                out.update(t.id for t in n.targets if isinstance(t, ast.Name) and not mentions(n.value, t.id))
+            elif isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.value is not None:
+                if not mentions(n.value, n.target.id):
+                    out.add(n.target.id)
+            elif isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)):
+                out.update(t.id for t in ast.walk(n.target) if isinstance(t, ast.Name))
+            elif isinstance(n, ast.withitem) and n.optional_vars is not None:
+                out.update(t.id for t in ast.walk(n.optional_vars) if isinstance(t, ast.Name))
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and stmt is target:
+                out.add(n.id)
+    return frozenset(out)

@@ -1,0 +1,186 @@
+"""What a loop carries from one request to the next (issue 14, blind batch 2026-11-25d: a retry loop
+that feeds failed attempts back into the system prompt, a ReAct loop that renders its call history
+into the system message, a tool loop that counts down its turns). Each case is a small example
+written for this suite."""
+
+from __future__ import annotations
+
+import pytest
+
+from promptlint.lint.engine import lint_source
+
+HEAD = '''import anthropic
+
+client = anthropic.Anthropic()
+
+
+def ask(system, text):
+    return client.messages.create(model="m", max_tokens=64, system=system,
+                                  messages=[{"role": "user", "content": text}])
+'''
+
+
+def found(body: str):
+    return [(d.line, d.code, d.trace[0].line) for d in lint_source(HEAD + body)]
+
+
+def line_of(body: str, text: str) -> int:
+    return (HEAD + body).splitlines().index(text) + 1
+
+
+RETRY = '''
+
+def run(query):
+    previous_attempts = ""
+    for attempt in range(3):
+        answer = ask(f"Write a query. Failed so far:\\n{previous_attempts}", query)
+        if answer:
+            return answer
+        previous_attempts += f"{answer} gave nothing\\n"
+'''
+
+REACT = '''
+
+def react(task, tools):
+    history = []
+    chat = [{"role": "system", "content": ""}, {"role": "user", "content": task}]
+    while True:
+        chat[0]["content"] = "Calls so far:\\n" + "\\n".join(history)
+        reply = client.messages.create(model="m", max_tokens=64, messages=chat)
+        history.append(str(reply))
+'''
+
+COUNTDOWN = '''
+
+def loop(text):
+    remaining_turns = 5
+    while remaining_turns > 0:
+        ask(f"You have {remaining_turns} turns left.", text)
+        remaining_turns -= 1
+'''
+
+REBUILT = '''
+
+def loop(text):
+    total = 0
+    for turn in range(3):
+        total = total + 1
+        ask(f"Turn {total}.", text)
+'''
+
+
+@pytest.mark.parametrize("body, grows", [
+    (RETRY, '        previous_attempts += f"{answer} gave nothing\\n"'),
+    (REACT, "        history.append(str(reply))"),
+    (COUNTDOWN, "        remaining_turns -= 1"),
+    (REBUILT, "        total = total + 1"),
+])
+def test_a_value_the_loop_grows_reaches_the_next_passs_system_prompt(body, grows):
+    findings = found(body)
+    assert [(code, source) for _, code, source in findings] == [("PC401", line_of(body, grows))]
+
+
+def test_the_trace_names_the_loop():
+    finding = lint_source(HEAD + COUNTDOWN)[0]
+    assert "changes on each pass of the loop at line" in finding.trace[0].note
+
+
+@pytest.mark.parametrize("body", [
+    # Built by the loop, sent once after it.
+    '''
+
+def build(sections, text):
+    prompt = "You are a helper."
+    for section in sections:
+        prompt += section
+    return ask(prompt, text)
+''',
+    # Started afresh on every pass.
+    '''
+
+def each(items, text):
+    for item in items:
+        buf = "Item: "
+        buf += item
+        ask(buf, text)
+''',
+    # Grown in a loop that sends nothing, then returned once.
+    '''
+
+def collect(rows):
+    parts = []
+    for row in rows:
+        parts.append(row)
+    return "\\n".join(parts)
+
+
+def answer(rows, text):
+    return ask(collect(rows), text)
+''',
+    # Returned from inside the loop: what was built so far goes out once.
+    '''
+
+def first_good(rows):
+    seen = ""
+    for row in rows:
+        seen += row
+        if len(seen) > 100:
+            return seen
+    return seen
+
+
+def answer(rows, text):
+    return ask(first_good(rows), text)
+''',
+    # A loop that sends nothing (a provider adapter merging messages of the same role).
+    '''
+
+class Provider:
+    @staticmethod
+    def _alternate(messages):
+        merged = []
+        for msg in messages:
+            role = msg.get("role")
+            if merged and role != "system" and merged[-1].get("role") == role:
+                previous = merged[-1]
+                text = previous.get("content") or ""
+                previous["content"] = text + "\\n" + msg["content"]
+            else:
+                merged.append(dict(msg))
+        return merged
+
+    def chat(self, messages):
+        return client.messages.create(model="m", max_tokens=64, messages=self._alternate(messages))
+''',
+    # The system message picked out of a history that grows is the same message on every pass.
+    '''
+
+def agent(history):
+    while True:
+        history.append(Message(role="user", content=input()))
+        for message in history:
+            if message.role == "system":
+                system = message.content
+        turns = [{"role": m.role, "content": m.content} for m in history if m.role != "system"]
+        reply = client.messages.create(model="m", max_tokens=64, system=system, messages=turns)
+        history.append(Message(role="assistant", content=reply.content[0].text))
+''',
+    # The history grows; the system prompt does not.
+    '''
+
+def chat(system):
+    messages = []
+    while True:
+        messages.append({"role": "user", "content": input()})
+        reply = client.messages.create(model="m", max_tokens=64, system=system, messages=messages)
+        messages.append({"role": "assistant", "content": reply.content[0].text})
+''',
+])
+def test_what_a_loop_only_builds_or_keeps_after_the_prefix_is_not_reported(body):
+    assert found(body) == []
+
+
+def test_the_finding_points_at_the_call_that_passes_the_value_not_where_it_was_first_bound():
+    body = RETRY.replace('answer = ask(f"Write a query. Failed so far:\\n{previous_attempts}", query)',
+                         "answer = ask(previous_attempts, query)")
+    assert [line for line, _, _ in found(body)] == [line_of(body, "        answer = ask(previous_attempts, query)")]
