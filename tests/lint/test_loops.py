@@ -184,3 +184,24 @@ def test_the_finding_points_at_the_call_that_passes_the_value_not_where_it_was_f
     body = RETRY.replace('answer = ask(f"Write a query. Failed so far:\\n{previous_attempts}", query)',
                          "answer = ask(previous_attempts, query)")
     assert [line for line, _, _ in found(body)] == [line_of(body, "        answer = ask(previous_attempts, query)")]
+
+
+def test_a_helper_that_adds_to_the_loops_tool_list_grows_it():
+    body = '''
+
+def add_found_tools(found, tools):
+    for tool in found:
+        tools.append(tool)
+
+
+def run(text, registry):
+    tools = [registry["search_tools"]]
+    messages = [{"role": "user", "content": text}]
+    while True:
+        reply = client.messages.create(model="m", max_tokens=64, tools=tools, messages=messages)
+        if reply.stop_reason != "tool_use":
+            return reply
+        add_found_tools(registry["found"], tools)
+'''
+    assert [(code, source) for _, code, source in found(body)] == [
+        ("PC401", line_of(body, '        add_found_tools(registry["found"], tools)'))]

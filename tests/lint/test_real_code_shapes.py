@@ -480,3 +480,21 @@ def test_converting_a_history_message_by_message_is_not_a_transcript():
 '''
     assert diags(source) == []
 
+
+
+# --------------------------------------------------------------- a chain that starts with the prompt
+def test_a_chain_piped_from_a_system_template_fills_it_on_invoke():
+    source = '''from datetime import datetime, timezone
+
+from langchain_core.prompts import ChatPromptTemplate
+
+prompt = ChatPromptTemplate.from_messages([("system", "Time: {current_time}"), ("placeholder", "{messages}")])
+
+
+async def agent(state, llm, tools):
+    bound = prompt | llm.bind_tools(tools)
+    return await bound.ainvoke({"messages": state["messages"],
+                                "current_time": datetime.now(tz=timezone.utc).isoformat()})
+'''
+    found = lint_source(source)
+    assert [(d.code, d.trace[0].line) for d in found] == [("PC101", 11)]

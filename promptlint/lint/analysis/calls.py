@@ -334,7 +334,7 @@ class Calls:
 
     def _mutate(self, node: ast.Call, recv: Val, method: str, args: list[Val], kwargs) -> None:
         grown = loops.carried(self.passes, self._dotted_local(node.func.value), node, self.m) if (
-            self.passes and not loops.history(recv, *args)) else ()
+            self.passes and node is self.bare_call and not loops.history(recv, *args)) else ()
         new = merge(recv.taints, *(a.taints for a in args), *(v.taints for v in kwargs.values()), grown, *self.loop_unordered)
         if method in ("extend", "update") and args:
             new = merge(new, tuple(self._consumed(t, node.args[0]) if t.label == "unordered" else t for t in args[0].taints))
@@ -504,10 +504,22 @@ class Calls:
                 self.sink_via = saved
         for index, written in summary.writes.items():
             self._written_into(node, actual.get(index), index - offset, params[index], written, call_step)
+        if self.passes:  # `self._add_found_tools(found, tools)` in the loop that sends: `tools` grows per pass
+            for index in loops.grown_params(ref.node, params):
+                self._grown_by_call(node, actual.get(index), index - offset, params[index])
         ret = summary.ret
         shaped = structure(ret)
         return Val(shaped.taints, origin=ret.origin if ret.origin and ret.origin.startswith("@") else f"{ref.qualname}()",
                    items=shaped.items, keys=shaped.keys, func=ret.func, node=node, template=ret.template)
+
+    def _grown_by_call(self, node: ast.Call, arg: Val | None, position: int, name: str) -> None:
+        at = arguments.argument_syntax(node, position, name)
+        local = self._dotted_local(at) if at is not None else None
+        if arg is None or local is None or loops.history(arg):
+            return
+        grown = loops.carried(self.passes, local, node, self.m)
+        if grown:
+            self._update_container(at, arg.with_taints(merge(arg.taints, grown)))
 
     def _written_into(self, node: ast.Call, arg: Val | None, position: int, name: str, written, call_step) -> None:
         """``enrich(context)`` wrote sources into ``context``: the caller's object holds them now."""

@@ -330,6 +330,9 @@ class Expressions:
         # `"..." % x` keeps the template; `PROMPTS_DIR / "agent.yaml"` and `+` keep a file's.
         template = left.template if isinstance(node.op, ast.Mod) else (
             (left.template or right.template) if isinstance(node.op, (ast.Div, ast.Add)) else None)
+        if isinstance(node.op, ast.BitOr) and left.template is not None:
+            # `prompt | llm | parser`: the chain's `.invoke({...})` fills the prompt it starts with.
+            return Val(merge(left.taints, right.taints), node=node, template=left.template, sink_layer=left.sink_layer)
         return Val(merge(left.taints, right.taints), items=items, node=node, template=template)
 
     def eval_BoolOp(self, node: ast.BoolOp) -> Val:

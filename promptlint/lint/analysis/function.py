@@ -30,6 +30,7 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         self.role_branch = 0  # > 0 inside `if role == "system":` (a role dispatch)
         self.loop_depth = 0  # > 0 inside a loop (a module-level loop runs per request)
         self.sending = 0  # > 0 while checking the arguments of a request-sending call
+        self.bare_call = None  # the call of the statement being evaluated, when it is `x.append(...)` alone
         self.calling = 0  # > 0 while checking the arguments of any call against the sinks
         self.per_call = 0  # > 0 while reporting what a framework evaluates on each call (instructions=fn)
         self.defer_shapes = 0  # > 0 while evaluating `msgs.append(...)` arguments: position decides

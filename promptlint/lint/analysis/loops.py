@@ -91,6 +91,35 @@ def history(*vals: Val) -> bool:
     return False
 
 
+_GROWERS = frozenset({"append", "extend", "insert", "add", "update", "appendleft", "extendleft", "setdefault"})
+
+
+def bare_grower(node: ast.AST) -> bool:
+    """``tools.append(t)`` as a statement: it adds to ``tools`` in place."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _GROWERS
+
+
+def grown_params(func: ast.AST, params: list[str]) -> frozenset[int]:
+    """The parameters a function adds to (``tools.append(t)``, ``notes[k] = v``): its caller's
+    argument is larger after each call. Read from the syntax once (cached on the node)."""
+    found = getattr(func, "_promptlint_grown", None)
+    if found is None:
+        index = {name: i for i, name in enumerate(params)}
+        found = set()
+        for n in ast.walk(func):
+            target = None
+            # A statement of its own (`log = log.append(m)` returns a new log, leaving the argument be).
+            if isinstance(n, ast.Expr) and bare_grower(n.value):
+                target = n.value.func.value
+            elif isinstance(n, (ast.Assign, ast.AugAssign)):
+                target = next((t.value for t in getattr(n, "targets", [getattr(n, "target", None)])
+                               if isinstance(t, ast.Subscript)), None)
+            if isinstance(target, ast.Name) and target.id in index:
+                found.add(index[target.id])
+        func._promptlint_grown = found = frozenset(found)
+    return found
+
+
 def mentions(node: ast.AST, name: str) -> bool:
     """Whether an expression reads ``name`` at all (``buf = ""`` starts afresh; ``x = f(x)`` may)."""
     return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))

@@ -164,6 +164,7 @@ class Statements:
         counted = (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
                    and isinstance(call.func.value, ast.Name) and call.func.value.id in self.count_only)
         self.counting += counted
+        self.bare_call = node.value if loops.bare_grower(node.value) else None  # grows its receiver (loops.py)
         try:
             self.eval(node.value)
         finally:
