@@ -498,3 +498,38 @@ async def agent(state, llm, tools):
 '''
     found = lint_source(source)
     assert [(d.code, d.trace[0].line) for d in found] == [("PC101", 11)]
+
+
+# ----------------------------------- a conversation's history rendered into a classifier's prompt
+CLASSIFIER = '''import re
+
+
+class Classifier:
+    def __init__(self):
+        self.history = ""
+        self.prompt_template = "Pick an agent. Conversation so far:\\n{{HISTORY}}"
+        self.system_prompt = ""
+
+    def set_template(self, template):
+        self.prompt_template = template
+        self.update_system_prompt()
+
+    def set_history(self, messages):
+        self.history = "\\n".join(f"{m.role}: {' '.join([m.content[0]['text']])}" for m in messages)
+
+    async def classify(self, text, chat_history):
+        self.set_history(chat_history)
+        self.update_system_prompt()
+
+    def update_system_prompt(self):
+        variables = {"HISTORY": self.history}
+        self.system_prompt = re.sub(r"{{(\\w+)}}", lambda m: variables.get(m.group(1), ""), self.prompt_template)
+'''
+
+
+def test_history_stored_by_one_method_reaches_the_prompt_another_method_built_before():
+    # `update_system_prompt()` is first summarised from `set_template()`, before any history is
+    # stored; `set_history()` must make the class's methods be summarised again. The transcript
+    # line reads the words deeper in the expression, and `re.sub`'s lambda renders `variables`.
+    found = lint_source(CLASSIFIER)
+    assert [(d.code, d.line, d.trace[0].line) for d in found] == [("PC401", 23, 15)]

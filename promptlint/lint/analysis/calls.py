@@ -9,6 +9,7 @@ from promptlint.lint.analysis import arguments, loops
 from promptlint.lint.analysis.values import (
     EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, frozen_ok, merge,
 )
+from promptlint.lint.analysis.statements import forget_methods
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, entry_node, system_text, _role
 from promptlint.lint.diagnostic import Fix, TraceStep
 
@@ -560,10 +561,7 @@ class Calls:
             ref.cls.attrs[attr] = Val(merge(old.taints if old is not None else (), kept), node=old.node if old else None)
             changed = True
         if changed:
-            owner = ref.module
-            for method in ref.cls.methods.values():
-                if id(method.node) not in owner.in_progress:
-                    owner.summaries.pop(id(method.node), None)
+            forget_methods(ref.module, ref.cls)
 
     @staticmethod
     def _param_names(ref: FunctionRef) -> list[str]:

@@ -122,6 +122,8 @@ class Expressions:
                 taints.append(val.taints)
                 if val.origin in (_SPEAKER, _SPOKEN):
                     kinds.add(val.origin)
+                else:  # `{' '.join(m.content[0]["text"])}`: what was said, read deeper in the expression
+                    kinds.update(self._history_parts(part.value))
                 if part.format_spec is not None:
                     taints.append(self.eval(part.format_spec).taints)
         if len(kinds) == 2:
@@ -131,6 +133,17 @@ class Expressions:
                 step = self.m.step(node, f"{spec[0].note}: a transcript of the conversation `{self.m.snippet(node, 40)}`")
                 taints.append((Taint(spec[0].code, spec[0].label, (step,)),))
         return Val(merge(*taints), node=node)
+
+    def _history_parts(self, expr: ast.AST) -> set[str]:
+        """Who and what of a history message read anywhere inside an expression."""
+        kinds = set()
+        for sub in ast.walk(expr):
+            name = sub.attr if isinstance(sub, ast.Attribute) else (
+                sub.slice.value if isinstance(sub, ast.Subscript) and isinstance(sub.slice, ast.Constant) else None)
+            held = getattr(sub, "value", None)
+            if isinstance(name, str) and isinstance(held, ast.Name) and getattr(self.env.get(held.id), "origin", None) == HISTORY:
+                kinds.add(_SPEAKER if name in _SPEAKER_FIELDS else _SPOKEN if name in ("content", "text") else "")
+        return kinds - {""}
 
     def eval_Name(self, node: ast.Name) -> Val:
         name = node.id
@@ -370,7 +383,12 @@ class Expressions:
 
     def eval_Lambda(self, node: ast.Lambda) -> Val:
         ref = FunctionRef(self.m, node, f"{self.ref.qualname if self.ref else self.m.module_name}.<lambda>", None)
-        return Val(origin=ref.qualname, func=ref, node=node)
+        # What it reads from the enclosing scope goes wherever it is called: `re.sub(p, lambda m:
+        # variables[m[1]], template)` renders `variables`.
+        params = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+        captured = {n.id for n in ast.walk(node.body) if isinstance(n, ast.Name) and n.id not in params}
+        taints = merge(*(self.env[name].taints for name in sorted(captured) if name in self.env))
+        return Val(taints, origin=ref.qualname, func=ref, node=node)
 
     def eval_List(self, node) -> Val:
         items = [self.eval(e) for e in node.elts]

@@ -377,6 +377,9 @@ class Statements:
                 stored = val.keep(lambda t: t.param < 0 and (not self.frozen or frozen_ok(t)))
                 old = self.cls.attrs.get(target.attr)
                 self.cls.attrs[target.attr] = join(old, stored) if old is not None else stored
+                known = {t.key() for t in old.taints} if old is not None else set()
+                if any(t.key() not in known for t in stored.taints):
+                    forget_methods(self.ref.module if self.ref is not None else self.m, self.cls)
             if not weak:
                 self.check_content_write(target, val)
             shown = f"self.{target.attr}" if isinstance(target.value, ast.Name) else target.attr
@@ -433,6 +436,15 @@ class Statements:
         self.env[name] = val if name not in self.env or self.depth == 0 else join(self.env[name], val)
         if self.cls is not None and name.startswith("self.") and name.count(".") == 1:
             self.cls.attrs[name[5:]] = self.env[name]
+
+
+def forget_methods(owner, cls) -> None:
+    """A method stored a new source in ``self``: the class's other methods read it there, so
+    what was summarised of them before (``update_system_prompt()`` called before
+    ``set_history()``) is redone when next called."""
+    for method in cls.methods.values():
+        if id(method.node) not in owner.in_progress:
+            owner.summaries.pop(id(method.node), None)
 
 
 def _joined(before: dict[str, Val], a: dict[str, Val], b: dict[str, Val]) -> dict[str, Val]:
