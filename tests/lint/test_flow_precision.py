@@ -459,3 +459,25 @@ def handle(text):
 '''})
     assert found == [("agent.py", 16, "PC101")]
     assert [s.line for s in diagnostics[0].trace] == [14, 14, 16, 9]
+
+
+# ------------------------------------------------------- the head of a list is not what was appended
+def test_the_user_message_appended_to_a_history_is_not_its_leading_system_message(tmp_path):
+    found, _ = lint_tree(tmp_path, {"chat.py": '''import anthropic
+
+client = anthropic.Anthropic()
+
+
+def call_anthropic(message_dicts, system_message):
+    return client.messages.create(model="m", max_tokens=64, system=system_message, messages=message_dicts)
+
+
+class Chat:
+    def chat(self, user_prompt):
+        self.messages.append({"role": "user", "content": user_prompt})
+        turns = [m for m in self.messages if m["role"] != "system"]
+        head = call_anthropic(turns, self.messages[0]["content"])
+        return call_anthropic(turns, self.messages[-1]["content"])
+'''})
+    # The newest message (`[-1]`) is the user's words; the head (`[0]`) is not.
+    assert found == [("chat.py", 15, "PC401")]

@@ -533,3 +533,36 @@ def test_history_stored_by_one_method_reaches_the_prompt_another_method_built_be
     # line reads the words deeper in the expression, and `re.sub`'s lambda renders `variables`.
     found = lint_source(CLASSIFIER)
     assert [(d.code, d.line, d.trace[0].line) for d in found] == [("PC401", 23, 15)]
+
+
+# --------------------------------------------------- "instructions" names a layer only for an agent
+@pytest.mark.parametrize("source, reported", [
+    ('''import datetime
+import anthropic
+
+
+class ResearchAgent:
+    def refresh(self):
+        self.instructions = f"Research. Now: {datetime.datetime.now()}"
+''', True),
+    ('''import datetime
+import anthropic
+
+
+class FileChangeRequest:
+    def refresh(self):
+        self.instructions = f"Edit the file. Requested at {datetime.datetime.now()}"
+''', False),
+    ('''import datetime
+import anthropic
+
+
+SYSTEM_PROMPT = "You research."
+
+
+def handle(repo, text):
+    return repo.open_change(title=text, instructions=f"Due {datetime.datetime.now()}", system=SYSTEM_PROMPT)
+''', False),
+])
+def test_instructions_names_a_layer_only_for_an_agent(source, reported):
+    assert bool(lint_source(source)) is reported

@@ -294,7 +294,7 @@ class Calls:
             fills = isinstance(node.func, ast.Attribute) and node.func.attr in _TEMPLATE_METHODS
             if not fills and not (origin and origin.startswith("@") and "()" not in origin):
                 for name, val in kwargs.items():
-                    self.check_stable_target(name, f"{name}=", val, entry_node(node, name, val))
+                    self.check_stable_target(name, f"{name}=", val, entry_node(node, name, val), self.m.snippet(node.func))
 
     def _static_catalog(self, receiver: ast.AST) -> bool:
         """`i18n.retrieve("slices", "role")`: a translation catalog holds fixed text; it retrieves nothing."""
@@ -336,7 +336,11 @@ class Calls:
     def _mutate(self, node: ast.Call, recv: Val, method: str, args: list[Val], kwargs) -> None:
         grown = loops.carried(self.passes, self._dotted_local(node.func.value), node, self.m) if (
             self.passes and node is self.bare_call and not loops.history(recv, *args)) else ()
-        new = merge(recv.taints, *(a.taints for a in args), *(v.taints for v in kwargs.values()), grown, *self.loop_unordered)
+        added = merge(*(a.taints for a in args), *(v.taints for v in kwargs.values()))
+        if method in ("append", "extend") and recv.items is None:
+            # `self.messages.append(Message("user", content))`: the end of the list, not its head
+            added = tuple(t._replace(appended=True) for t in added)
+        new = merge(recv.taints, added, grown, *self.loop_unordered)
         if method in ("extend", "update") and args:
             new = merge(new, tuple(self._consumed(t, node.args[0]) if t.label == "unordered" else t for t in args[0].taints))
         items = recv.items

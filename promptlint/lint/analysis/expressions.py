@@ -320,6 +320,9 @@ class Expressions:
             return Val(origin=base.origin, node=node)  # `Agent[Deps](...)`: a generic class is the class
         if self.passes:  # `merged[-1]`: one element of a list a loop grows is what it was
             taints = tuple(t for t in taints if not loops.mine(self.passes, t))
+        if key.const == 0:  # `self.messages[0].content`: the head, not what was appended later
+            taints = tuple(t for t in taints if not t.appended)
+        taints = tuple(t._replace(appended=False) if t.appended else t for t in taints)
         # The key selects, it does not become the value: `cache[id(obj)]` is not an id.
         return Val(taints, node=node,
                    origin=f"{base.origin}[]" if base.origin else None, template=self._template_entry(base.template, key.const))

@@ -307,7 +307,7 @@ class Sinks:
         """A function named for a stable layer (``build_system_prompt``): its returns are sinks."""
         if self.frozen or not self.return_nodes:
             return
-        layer = self.m.catalog.stable_layer_of(node.name)
+        layer = self.named_layer(node.name, "")
         if layer is not None:
             layer = f"{layer} (recognised by the name `{node.name}()`)"
         elif self.cls is not None and self.cls.bases and (hook := self.m.catalog.hook_layer(self.cls.bases, node.name)):
@@ -320,9 +320,19 @@ class Sinks:
         for ret_node in self.return_nodes:
             self._report_val(self.ret_for(ret_node), ret_node, layer, "value")
 
-    def check_stable_target(self, name: str, shown: str, val: Val, node: ast.AST) -> None:
-        """A per-request write to an attribute or name that says it is a stable layer."""
+    def named_layer(self, name: str, context: str) -> str | None:
+        """The layer a name says it is. A bare ``instructions`` says so only about an agent
+        (``Agent(instructions=...)``, ``ResearchAgent.instructions``): a file change request, a
+        tool's usage notes and a recipe have instructions too."""
         layer = self.m.catalog.stable_layer_of(name)
+        if layer is not None and _AMBIGUOUS_NAME.fullmatch(name):
+            here = f"{context} {self.cls.name if self.cls is not None else ''} {self.ref.qualname if self.ref else ''}"
+            return layer if "agent" in here.lower() else None
+        return layer
+
+    def check_stable_target(self, name: str, shown: str, val: Val, node: ast.AST, context: str = "") -> None:
+        """A per-request write to an attribute or name that says it is a stable layer."""
+        layer = self.named_layer(name, context)
         if layer is not None:
             self._report_val(val, node, f"{layer} (recognised by the name `{shown}`)", "value")
 
@@ -391,6 +401,8 @@ def _role(val: Val | None) -> str | None:
 
 
 _SCHEMA_KEYS = ("parameters", "input_schema", "inputSchema", "parametersJsonSchema", "args_schema")
+#: Names that say "stable layer" only about an agent (``named_layer``).
+_AMBIGUOUS_NAME = re.compile(r"_*(?:(?:get|format|build)_)?instructions")
 #: Payload keys that are stable layers when the dict (or the call's keywords) also has one of
 #: the companion keys of an LLM request: key -> (companions, layer, how the value is read).
 _PAYLOAD_SINKS = {

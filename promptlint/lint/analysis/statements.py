@@ -384,7 +384,7 @@ class Statements:
                 self.check_content_write(target, val)
             shown = f"self.{target.attr}" if isinstance(target.value, ast.Name) else target.attr
             if not self.frozen and self.ref is not None:
-                self.check_stable_target(target.attr, shown, val, target)
+                self.check_stable_target(target.attr, shown, val, target, self.m.snippet(target.value))
             elif self.ref is None and self.cls is None:
                 # Set once at import (`agent.system_message = """..."""`), but a template
                 # expression inside is evaluated each time the host renders the message.

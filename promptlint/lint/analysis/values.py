@@ -35,6 +35,7 @@ class Taint(NamedTuple):
     role_only: bool = False  # a parameter taint picked out by a role dispatch (`if m["role"] == "system"`)
     unread: bool = False  # a file's name, not yet its content: what varies is read later, when it is used
     needs: str = ""  # a run-state field: a leak only if the conversation writes it (run_state.py)
+    appended: bool = False  # added at the end of a list of unknown items: not what `xs[0]` reads
 
     def key(self) -> tuple:
         first = self.steps[0] if self.steps else None
