@@ -481,3 +481,32 @@ class Chat:
 '''})
     # The newest message (`[-1]`) is the user's words; the head (`[0]`) is not.
     assert found == [("chat.py", 15, "PC401")]
+
+
+# ------------------------------------------------------- a file located by a clock is not the clock
+def test_a_file_found_through_a_timestamped_path_is_its_content_not_the_clock(tmp_path):
+    _, diagnostics = lint_tree(tmp_path, {"repo.py": '''import hashlib
+import time
+
+import anthropic
+
+client = anthropic.Anthropic()
+
+
+def repo_dir(name):
+    digest = hashlib.sha256(f"{name}{time.time()}".encode()).hexdigest()
+    return f"/tmp/{digest}"
+
+
+def read_readme(name):
+    with open(f"{repo_dir(name)}/README.md") as f:
+        return f.read()
+
+
+def review(name, diff):
+    system = f"Project readme:\\n{read_readme(name)}\\nStamp {time.time()}"
+    return client.messages.create(model="m", max_tokens=64, system=system,
+                                  messages=[{"role": "user", "content": diff}])
+'''})
+    # Only the stamp written into the prompt itself is reported.
+    assert [(d.code, d.trace[0].line, len(d.related)) for d in diagnostics] == [("PC101", 20, 0)]

@@ -30,6 +30,8 @@ _TRANSLATIONS = re.compile(r"(?i)(?:^|_)(?:i18n|l10n|translations?|locales?|loca
 #: Methods that store a message in a conversation's history or memory, after what is there.
 _HISTORY_STORES = {"add_message", "add_messages", "append_message", "add_to_history", "add_to_memory", "remember"}
 _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
+#: Families of what may locate a file without being in it: host facts, clocks and ids in a path.
+_LOCATORS = ("PC1", "PC2", "PC3")
 #: Keywords that carry a message's text when the call also says ``role="system"``.
 _SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "SystemPrompt", "SystemChatMessage",
                    "SystemMessagePromptTemplate"}
@@ -157,8 +159,9 @@ class Calls:
         if origin in _CONTENT_READERS or (isinstance(node.func, ast.Attribute) and node.func.attr in _CONTENT_METHODS):
             located = merge(func.taints, *(a.taints for a in args), *(v.taints for v in kwargs.values()))
             # Read here: a file read once (import time, `__init__`) is frozen like any value.
+            # What located the file (a host path, a timestamped or hashed name) is not its content.
             content = tuple(t._replace(code=LOCATED) if t.param >= 0 else t._replace(unread=False)
-                            for t in located if not t.code.startswith("PC3"))
+                            for t in located if not t.code.startswith(_LOCATORS))
             return Val(content, origin=call_origin, node=node,
                        template=func.template or next((a.template for a in args if a.template is not None), None))
         if isinstance(node.func, ast.Attribute):
@@ -467,7 +470,7 @@ class Calls:
                     continue
                 arg = actual.get(t.param)
                 for at in (arg.taints if arg is not None else ()):
-                    if at.label != t.label or (t.code == LOCATED and at.code.startswith("PC3")):
+                    if at.label != t.label or (t.code == LOCATED and at.code.startswith(_LOCATORS)):
                         continue
                     if t.code == LOCATED and at.param >= 0:
                         at = at._replace(code=LOCATED)
@@ -498,8 +501,8 @@ class Calls:
                 continue
             arg_node = arguments.argument_syntax(node, ps.param - offset, params[ps.param]) or (
                 arg.node if isinstance(arg.node, ast.expr) else node)
-            if ps.located:  # the argument only located a file: the host fact is not the content
-                arg = arg.keep(lambda t: not t.code.startswith("PC3"))
+            if ps.located:  # the argument only located a file: what located it is not the content
+                arg = arg.keep(lambda t: not t.code.startswith(_LOCATORS))
             passed = self.m.step(arg_node, f"passed to {name}()")
             saved = self.sink_via
             self.sink_via = ((passed,) + ps.steps[:-1], ps.steps[-1] if ps.steps else None, ps.dumped, ps.label)
