@@ -566,3 +566,34 @@ def handle(repo, text):
 ])
 def test_instructions_names_a_layer_only_for_an_agent(source, reported):
     assert bool(lint_source(source)) is reported
+
+
+# ----------------------------------------------- a whole conversation written into a system prompt
+CONVERSATION = '''import anthropic
+
+client = anthropic.Anthropic()
+REPHRASE = "Conversation:\\n{history}\\nRephrase the question."
+
+
+class Retriever:
+    def rephrase(self, question):
+        prompt = f"Given the following conversation history:\\n{self.chat_history}\\n\\nRephrase."
+        return client.messages.create(model="m", max_tokens=64, system=prompt,
+                                      messages=[{"role": "user", "content": question}])
+
+    def rephrase_with_template(self, question, chat_history):
+        history = "\\n".join(f"Q: {q}\\nA: {a}" for q, a in chat_history)
+        return client.messages.create(model="m", max_tokens=64, system=REPHRASE.format(history=history),
+                                      messages=[{"role": "user", "content": question}])
+
+    def answer(self, question, history, transcript):
+        # The history as messages, a video's transcript as a document: neither is written in.
+        return client.messages.create(model="m", max_tokens=64, system=f"Summarise: {transcript}",
+                                      messages=[*history, {"role": "user", "content": question}])
+'''
+
+
+def test_a_whole_conversation_rendered_into_a_system_prompt_is_per_turn():
+    found = lint_source(CONVERSATION)
+    assert sorted((d.code, d.trace[0].line) for d in found) == [("PC401", 9), ("PC401", 15)]
+    assert all("the conversation so far" in d.trace[0].note for d in found)

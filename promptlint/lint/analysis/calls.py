@@ -120,6 +120,10 @@ class Calls:
         call_origin = f"{origin}()" if origin else None
         # A call (not a constructor) of a known sink sends what it is given: `llm.ask(system=...)`.
         callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if callee in _TEMPLATE_METHODS:  # `.format(history=chat_history)`: the conversation rendered whole
+            for kw in node.keywords:
+                if kw.arg in kwargs and (grown := self.conversation_rendered(kw.value) or self.conversation_rendered(kw.value, kw.arg)):
+                    kwargs[kw.arg] = kwargs[kw.arg].with_taints(merge(kwargs[kw.arg].taints, grown))
         sends = callee in REQUEST_METHODS or bool(
             origin and callee[:1].islower() and self.m.catalog.sink_calls.match(origin))
         if self.defer_shapes and callee in _SYSTEM_CLASSES:

@@ -120,6 +120,7 @@ class Expressions:
             if isinstance(part, ast.FormattedValue):
                 val = self.eval(part.value)
                 taints.append(val.taints)
+                taints.append(self.conversation_rendered(part.value))
                 if val.origin in (_SPEAKER, _SPOKEN):
                     kinds.add(val.origin)
                 else:  # `{' '.join(m.content[0]["text"])}`: what was said, read deeper in the expression
@@ -133,6 +134,17 @@ class Expressions:
                 step = self.m.step(node, f"{spec[0].note}: a transcript of the conversation `{self.m.snippet(node, 40)}`")
                 taints.append((Taint(spec[0].code, spec[0].label, (step,)),))
         return Val(merge(*taints), node=node)
+
+    def conversation_rendered(self, expr: ast.AST, name: str | None = None) -> tuple[Taint, ...]:
+        """``f"History:\n{self.chat_history}"``, ``.format(history=h)``: a whole conversation,
+        named for it, written into text. It has grown by the next turn."""
+        if name is None:
+            name = expr.attr if isinstance(expr, ast.Attribute) else getattr(expr, "id", None)
+        specs = self.m.catalog.source_conversations.match(name.lstrip("_")) if name else ()
+        if not specs:
+            return ()
+        step = self.m.step(expr, f"{specs[0].note}: the conversation so far `{self.m.snippet(expr, 40)}`")
+        return (Taint(specs[0].code, specs[0].label, (step,)),)
 
     def _history_parts(self, expr: ast.AST) -> set[str]:
         """Who and what of a history message read anywhere inside an expression."""
