@@ -32,9 +32,12 @@ class Pass:
 
 
 def enter(node: ast.AST, body: list[ast.stmt], env: dict[str, Val], request_methods) -> Pass:
-    sends = any(isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None)) in request_methods
-                for stmt in body for n in ast.walk(stmt))
-    return Pass(node, frozenset(env), _bound_afresh(node, body), sends)
+    found = getattr(node, "_promptlint_loop", None)  # read from the syntax once per loop
+    if found is None:
+        sends = any(isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None)) in request_methods
+                    for stmt in body for n in ast.walk(stmt))
+        found = node._promptlint_loop = (_bound_afresh(node, body), sends)
+    return Pass(node, frozenset(env), *found)
 
 
 def carried(passes: list[Pass], name: str | None, node: ast.AST, module) -> tuple[Taint, ...]:
