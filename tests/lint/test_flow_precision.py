@@ -510,3 +510,32 @@ def review(name, diff):
 '''})
     # Only the stamp written into the prompt itself is reported.
     assert [(d.code, d.trace[0].line, len(d.related)) for d in diagnostics] == [("PC101", 20, 0)]
+
+
+# --------------------------------------------------- a terminal UI's own notice is shown, not sent
+def test_a_terminal_uis_own_system_notice_is_not_a_system_message(tmp_path):
+    found, _ = lint_tree(tmp_path, {
+        "view_state.py": '''from dataclasses import dataclass
+
+
+@dataclass
+class SystemMessage:
+    text: str
+    tone: str = "info"
+''',
+        "app.py": '''import uuid
+
+from langchain_core.messages import SystemMessage as LLMSystemMessage
+from textual.app import App
+
+from view_state import SystemMessage
+
+
+class ChatApp(App):
+    def on_new_thread(self):
+        self.show(SystemMessage(f"New thread {uuid.uuid4()}"))
+
+    def ask(self, llm, question):
+        return llm.invoke([LLMSystemMessage(content=f"Session {uuid.uuid4()}"), question])
+'''})
+    assert found == [("app.py", 14, "PC201")]

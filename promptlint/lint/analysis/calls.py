@@ -33,6 +33,9 @@ _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
 #: Families of what may locate a file without being in it: host facts, clocks and ids in a path.
 _LOCATORS = ("PC1", "PC2", "PC3")
 #: Keywords that carry a message's text when the call also says ``role="system"``.
+#: Terminal and desktop UI toolkits: a module built on one shows messages on screen.
+_UI_TOOLKITS = frozenset({"textual", "urwid", "curses", "prompt_toolkit", "tkinter", "PyQt5", "PyQt6", "PySide2",
+                          "PySide6", "wx", "kivy"})
 _SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "SystemPrompt", "SystemChatMessage",
                    "SystemMessagePromptTemplate"}
 
@@ -280,6 +283,8 @@ class Calls:
             node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", ""))
         if tail in _SYSTEM_CLASSES or (isinstance(node.func, ast.Attribute) and node.func.value is not None
                                        and getattr(node.func.value, "id", getattr(node.func.value, "attr", "")) in _SYSTEM_CLASSES):
+            if origin and self._on_screen() and origin.lstrip("@").split(".")[0] not in self.m.catalog.library_roots():
+                return  # the project's own notice record in a terminal or desktop UI: shown, not sent
             key, text = system_text(args, kwargs)
             if text is not None:
                 at = entry_node(node, key, text) if key else (node.args[0] if node.args else node)
@@ -302,6 +307,10 @@ class Calls:
             if not fills and not (origin and origin.startswith("@") and "()" not in origin):
                 for name, val in kwargs.items():
                     self.check_stable_target(name, f"{name}=", val, entry_node(node, name, val), self.m.snippet(node.func))
+
+    def _on_screen(self) -> bool:
+        """Whether this module is a terminal or desktop UI (it imports a toolkit)."""
+        return any(q.split(".")[0] in _UI_TOOLKITS for q in self.m.imports.values())
 
     def _static_catalog(self, receiver: ast.AST) -> bool:
         """`i18n.retrieve("slices", "role")`: a translation catalog holds fixed text; it retrieves nothing."""
