@@ -539,3 +539,27 @@ class ChatApp(App):
         return llm.invoke([LLMSystemMessage(content=f"Session {uuid.uuid4()}"), question])
 '''})
     assert found == [("app.py", 14, "PC201")]
+
+
+# ----------------------------------------------------------------- a lookup key selects, it is not the value
+def test_a_value_looked_up_by_a_key_made_from_a_set_is_not_in_the_sets_order(tmp_path):
+    found, _ = lint_tree(tmp_path, {"skills.py": '''import anthropic
+
+client = anthropic.Anthropic()
+_SECTIONS = {}
+
+
+def skills_section(names):
+    key = tuple(names)
+    cached = _SECTIONS.get(key)
+    if cached is None:
+        cached = _SECTIONS[key] = "Skills: search, write"
+    return cached
+
+
+def run(skills, text):
+    enabled = {s.name for s in skills}
+    return client.messages.create(model="m", max_tokens=64, system=skills_section(enabled),
+                                  messages=[{"role": "user", "content": text}])
+'''})
+    assert found == []

@@ -256,6 +256,8 @@ class Calls:
                 return field_source
         if method in ("get", "pop", "setdefault") and recv_val.keys is not None and args and args[0].const in recv_val.keys:
             return recv_val.keys[args[0].const]
+        if method in ("get", "pop") and args and not splat:  # `cache.get(key, default)`: the key only selects
+            arg_taints = merge(*(a.taints for a in args[1:]), *(v.taints for v in kwargs.values()))
         taints = merge(recv_val.taints, arg_taints)
         # Template text travels through reads, loads and string methods (``yaml.safe_load(path.read_text())``).
         template = recv_val.template or next((a.template for a in args if a.template is not None), None)
