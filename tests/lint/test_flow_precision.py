@@ -563,3 +563,25 @@ def run(skills, text):
                                   messages=[{"role": "user", "content": text}])
 '''})
     assert found == []
+
+
+# ------------------------------------------- a graph's state update is appended to the conversation
+def test_a_system_message_returned_as_a_state_update_is_appended_not_a_prefix(tmp_path):
+    found, _ = lint_tree(tmp_path, {"middleware.py": '''from datetime import datetime
+
+from langchain_core.messages import SystemMessage
+
+
+def date_reminder(state):
+    return {"messages": [SystemMessage(content=f"Today is {datetime.now():%Y-%m-%d}.")]}
+
+
+def request_body(history):
+    return {"model": "m", "messages": [{"role": "system", "content": f"Now {datetime.now()}"}, *history]}
+
+
+def call_model(state, llm):
+    return {"messages": [llm.invoke([{"role": "system", "content": f"Now {datetime.now()}"}] + state["messages"])]}
+'''})
+    # The reminder is appended to the conversation; a request made inside the update is a request.
+    assert found == [("middleware.py", 11, "PC101"), ("middleware.py", 15, "PC101")]

@@ -108,17 +108,18 @@ class Calls:
         appending = isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "insert", "appendleft")
         # `model_context.add_message(SystemMessage(...))`: a message stored after the history.
         storing = isinstance(node.func, ast.Attribute) and node.func.attr in _HISTORY_STORES
+        # A request's own messages lead that request, wherever its reply goes (`{"messages": [llm.invoke([system, ...])]}`).
+        outer = (self.defer_shapes, self.history_adds)
+        if getattr(node.func, "attr", None) in REQUEST_METHODS:
+            self.defer_shapes = self.history_adds = 0
         self.defer_shapes += appending or storing  # where a system message lands decides whether it is stable
         self.history_adds += storing
         try:
             args = [self.eval(a) for a in node.args]
-        finally:
             self.defer_shapes -= appending
-        try:
             kwargs, splat = self._keyword_arguments(node)
         finally:
-            self.defer_shapes -= storing
-            self.history_adds -= storing
+            self.defer_shapes, self.history_adds = outer
         origin = func.origin
         call_origin = f"{origin}()" if origin else None
         # A call (not a constructor) of a known sink sends what it is given: `llm.ask(system=...)`.

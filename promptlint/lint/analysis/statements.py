@@ -204,7 +204,14 @@ class Statements:
     def stmt_Return(self, node: ast.Return) -> None:
         if node.value is None:
             return
-        val = self.eval(node.value)
+        update = _state_update(node.value)
+        self.defer_shapes += update  # `return {"messages": [SystemMessage(...)]}`: a graph's state
+        self.history_adds += update  # update, appended to the history (after it), not a request
+        try:
+            val = self.eval(node.value)
+        finally:
+            self.defer_shapes -= update
+            self.history_adds -= update
         if self.loop_unordered:
             val = val.with_taints(merge(val.taints, *self.loop_unordered))
         if self.passes:  # what a loop has built so far is returned once, not per pass
@@ -445,6 +452,15 @@ def forget_methods(owner, cls) -> None:
     for method in cls.methods.values():
         if id(method.node) not in owner.in_progress:
             owner.summaries.pop(id(method.node), None)
+
+
+def _state_update(value: ast.AST) -> int:
+    """1 for a returned ``{"messages": [...]}`` without a ``model``: an agent graph's (or its
+    middleware's) state update, whose messages the graph appends to the conversation."""
+    if not isinstance(value, ast.Dict):
+        return 0
+    keys = {k.value for k in value.keys if isinstance(k, ast.Constant)}
+    return int("messages" in keys and "model" not in keys)
 
 
 def _joined(before: dict[str, Val], a: dict[str, Val], b: dict[str, Val]) -> dict[str, Val]:
