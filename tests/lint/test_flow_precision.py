@@ -585,3 +585,35 @@ def call_model(state, llm):
 '''})
     # The reminder is appended to the conversation; a request made inside the update is a request.
     assert found == [("middleware.py", 11, "PC101"), ("middleware.py", 15, "PC101")]
+
+
+# ------------------------------------------------- an attribute set once when unset lives with its object
+def test_an_id_created_when_the_attribute_is_unset_is_once_per_object(tmp_path):
+    found, _ = lint_tree(tmp_path, {"agent.py": '''import uuid
+
+import anthropic
+
+client = anthropic.Anthropic()
+
+
+class Agent:
+    def __init__(self):
+        self.agent_id_ = None
+
+    @property
+    def agent_id(self):
+        if self.agent_id_ is None:
+            self.agent_id_ = str(uuid.uuid4())
+        return self.agent_id_
+
+    def ask(self, text):
+        return client.messages.create(model="m", max_tokens=64, system=f"You are agent {self.agent_id}",
+                                      messages=[{"role": "user", "content": text}])
+
+    def ask_again(self, text, request_id=None):
+        if request_id is None:
+            request_id = str(uuid.uuid4())  # a local: set again on every call
+        return client.messages.create(model="m", max_tokens=64, system=f"Request {request_id}",
+                                      messages=[{"role": "user", "content": text}])
+'''})
+    assert found == [("agent.py", 25, "PC201")]

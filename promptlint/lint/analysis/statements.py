@@ -238,7 +238,12 @@ class Statements:
         self.env = dict(before)
         dispatch = _is_role_test(node.test)
         self.role_branch += dispatch
-        self.run_block(node.body)
+        lazy = _unset_test(node.test)
+        self.lazy.append(lazy)
+        try:
+            self.run_block(node.body)
+        finally:
+            self.lazy.pop()
         self.role_branch -= dispatch
         taken, self.env = self.env, dict(before)
         self.run_block(node.orelse)
@@ -354,6 +359,9 @@ class Statements:
 
     # -------------------------------------------------------------- assignment
     def assign(self, target: ast.AST, val: Val, stmt: ast.AST, weak: bool = False) -> None:
+        if self.lazy and self.lazy[-1] and self._dotted_local(target) == self.lazy[-1]:
+            # `if self.agent_id_ is None: self.agent_id_ = str(uuid4())`: set once, then reused.
+            val = val.keep(frozen_ok)
         chosen = [t for group in self.control for t in group]
         if chosen and _chosen_text(stmt, val):
             val = val.with_taints(merge(val.taints, chosen))
@@ -452,6 +460,23 @@ def forget_methods(owner, cls) -> None:
     for method in cls.methods.values():
         if id(method.node) not in owner.in_progress:
             owner.summaries.pop(id(method.node), None)
+
+
+def _unset_test(test: ast.AST) -> str | None:
+    """The attribute a get-or-create test checks (``self.x is None``, ``not self.x``), else None."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    elif (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
+          and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+        test = test.left
+    else:
+        return None
+    parts = []
+    while isinstance(test, ast.Attribute):
+        parts.append(test.attr)
+        test = test.value
+    # An object's attribute lives with the object; a local checked for None is set again per call.
+    return ".".join([test.id, *reversed(parts)]) if isinstance(test, ast.Name) and test.id in ("self", "cls") and parts else None
 
 
 def _state_update(value: ast.AST) -> int:
