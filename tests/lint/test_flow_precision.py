@@ -495,7 +495,7 @@ client = anthropic.Anthropic()
 
 def repo_dir(name):
     digest = hashlib.sha256(f"{name}{time.time()}".encode()).hexdigest()
-    return f"/tmp/{digest}"
+    return f"repos/{digest}"
 
 
 def read_readme(name):
