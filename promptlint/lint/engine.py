@@ -470,8 +470,10 @@ def one_per_flow(diagnostics) -> list[Diagnostic]:
     """A leak is reported once.
 
     First a finding whose sink is only a step of a longer flow from the same source (a builder
-    recognised by name or shape, then the request) is folded into it, and of the paths from one
-    source to one sink (through several calls of a helper) the shortest is kept; then the findings left at
+    recognised by name or shape, then the request) is folded into it, of the paths from one
+    source to one sink (through several calls of a helper) the shortest is kept, and one path
+    recognised at two sinks (a message dict and the request that sends it) is reported at the
+    first; then the findings left at
     one sink line with one code (``datetime.now()`` and ``datetime.now(tz)`` of one if/else, or
     the same clock reached through two paths) become one: the shortest trace is the finding and
     the other sources are named in its message and listed in ``related``."""
@@ -495,7 +497,12 @@ def one_per_flow(diagnostics) -> list[Diagnostic]:
         ends: dict[tuple, Diagnostic] = {}
         for d in sorted(kept, key=lambda x: (len(x.trace), x.sort_key())):
             ends.setdefault((d.trace[-1].path, d.trace[-1].line, d.trace[-1].column, d.fix), d)
-        folded += ends.values()
+        # One path from the source, recognised at two sinks (the system message dict and the
+        # request that sends it): one leak, reported at the first sink.
+        paths: dict[tuple, Diagnostic] = {}
+        for d in sorted(ends.values(), key=Diagnostic.sort_key):
+            paths.setdefault((tuple((s.path, s.line, s.column) for s in d.trace[:-1]), d.fix), d)
+        folded += paths.values()
     at_sink: dict[tuple, list[Diagnostic]] = {}
     for d in folded:
         # Findings with different fixes stay apart: each is an edit `--fix` must still make.

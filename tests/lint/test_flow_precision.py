@@ -617,3 +617,19 @@ class Agent:
                                       messages=[{"role": "user", "content": text}])
 '''})
     assert found == [("agent.py", 25, "PC201")]
+
+
+# ---------------------------------------- one path recognised at two sinks (message and request)
+def test_a_system_message_recognised_by_its_shape_and_by_the_request_that_sends_it_is_one_leak(tmp_path):
+    found, _ = lint_tree(tmp_path, {"rephrase.py": '''from datetime import datetime
+
+import anthropic
+
+
+class Retriever:
+    def rephrase(self, question):
+        prompt = f"Rephrase the question. Now: {datetime.now()}"
+        messages = [{"role": "system", "content": prompt}, {"role": "user", "content": question}]
+        return self.llm.gen(model=self.model_id, messages=messages)
+'''})
+    assert len(found) == 1 and found[0][2] == "PC101"
