@@ -9,11 +9,10 @@ from promptlint.lint.analysis import arguments, loops
 from promptlint.lint.analysis.values import (
     EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, frozen_ok, merge,
 )
-from promptlint.lint.analysis.statements import forget_methods
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, entry_node, system_text, _role
 from promptlint.lint.diagnostic import Fix, TraceStep
 
-_MUTATORS = {"append", "extend", "insert", "update", "add", "setdefault", "appendleft", "extendleft", "__setitem__"}
+_MUTATORS = loops.GROWERS | {"__setitem__"}
 _ORDERED_CONSUMERS = {"builtins.list", "builtins.tuple", "builtins.enumerate", "builtins.iter", "builtins.next"}
 _TEMPLATE_METHODS = {"format", "format_map", "render", "substitute", "safe_substitute", "partial", "invoke", "ainvoke",
                      "aformat", "format_messages", "aformat_messages", "format_prompt", "aformat_prompt",
@@ -32,10 +31,10 @@ _HISTORY_STORES = {"add_message", "add_messages", "append_message", "add_to_hist
 _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
 #: Families of what may locate a file without being in it: host facts, clocks and ids in a path.
 _LOCATORS = ("PC1", "PC2", "PC3")
-#: Keywords that carry a message's text when the call also says ``role="system"``.
 #: Terminal and desktop UI toolkits: a module built on one shows messages on screen.
 _UI_TOOLKITS = frozenset({"textual", "urwid", "curses", "prompt_toolkit", "tkinter", "PyQt5", "PyQt6", "PySide2",
                           "PySide6", "wx", "kivy"})
+#: Classes of a system message, whatever library they come from.
 _SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "SystemPrompt", "SystemChatMessage",
                    "SystemMessagePromptTemplate"}
 
@@ -353,8 +352,7 @@ class Calls:
         return Val(merge(out), node=node)
 
     def _mutate(self, node: ast.Call, recv: Val, method: str, args: list[Val], kwargs) -> None:
-        grown = loops.carried(self.passes, self._dotted_local(node.func.value), node, self.m) if (
-            self.passes and node is self.bare_call and not loops.history(recv, *args)) else ()
+        grown = self.grown(self._dotted_local(node.func.value), node, recv, *args) if node is self.bare_call else ()
         added = merge(*(a.taints for a in args), *(v.taints for v in kwargs.values()))
         if method in ("append", "extend") and recv.items is None:
             # `self.messages.append(Message("user", content))`: the end of the list, not its head
@@ -538,10 +536,9 @@ class Calls:
 
     def _grown_by_call(self, node: ast.Call, arg: Val | None, position: int, name: str) -> None:
         at = arguments.argument_syntax(node, position, name)
-        local = self._dotted_local(at) if at is not None else None
-        if arg is None or local is None or loops.history(arg):
+        if arg is None or at is None:
             return
-        grown = loops.carried(self.passes, local, node, self.m)
+        grown = self.grown(self._dotted_local(at), node, arg)
         if grown:
             self._update_container(at, arg.with_taints(merge(arg.taints, grown)))
 
@@ -584,7 +581,7 @@ class Calls:
             ref.cls.attrs[attr] = Val(merge(old.taints if old is not None else (), kept), node=old.node if old else None)
             changed = True
         if changed:
-            forget_methods(ref.module, ref.cls)
+            ref.module.forget_methods(ref.cls)
 
     @staticmethod
     def _param_names(ref: FunctionRef) -> list[str]:

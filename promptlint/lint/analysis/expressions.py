@@ -54,6 +54,11 @@ _SPEAKER_FIELDS = {"role", "source", "name", "sender", "author", "speaker", "typ
 _SPEAKER, _SPOKEN = "~history:who", "~history:what"
 
 
+def _message_part(name: str) -> str | None:
+    """Whether a message's field says who spoke (``role``) or what was said (``content``)."""
+    return _SPEAKER if name in _SPEAKER_FIELDS else _SPOKEN if name in ("content", "text") else None
+
+
 def _turn_param(t: Taint) -> bool:
     """A per-turn parameter itself (``user_input``), before anything was read from it."""
     return t.code == "PC401" and len(t.steps) == 1 and ": parameter `" in t.steps[0].note
@@ -154,8 +159,8 @@ class Expressions:
                 sub.slice.value if isinstance(sub, ast.Subscript) and isinstance(sub.slice, ast.Constant) else None)
             held = getattr(sub, "value", None)
             if isinstance(name, str) and isinstance(held, ast.Name) and getattr(self.env.get(held.id), "origin", None) == HISTORY:
-                kinds.add(_SPEAKER if name in _SPEAKER_FIELDS else _SPOKEN if name in ("content", "text") else "")
-        return kinds - {""}
+                kinds.add(_message_part(name))
+        return kinds - {None}
 
     def eval_Name(self, node: ast.Name) -> Val:
         name = node.id
@@ -273,7 +278,7 @@ class Expressions:
             return self._run_state_read(name, node)
         if base.origin == HISTORY and not self.role_branch:
             # A message of the conversation: who said it and what (a transcript is made of both).
-            kind = _SPEAKER if name in _SPEAKER_FIELDS else _SPOKEN if name in ("content", "text") else None
+            kind = _message_part(name)
             return Val(base.taints, origin=kind, node=node) if kind else None
         spec = self.m.catalog.source_fields.get(name)
         what = "field"
@@ -332,9 +337,8 @@ class Expressions:
             return Val(origin=base.origin, node=node)  # `Agent[Deps](...)`: a generic class is the class
         if self.passes:  # `merged[-1]`: one element of a list a loop grows is what it was
             taints = tuple(t for t in taints if not loops.mine(self.passes, t))
-        if key.const == 0:  # `self.messages[0].content`: the head, not what was appended later
-            taints = tuple(t for t in taints if not t.appended)
-        taints = tuple(t._replace(appended=False) if t.appended else t for t in taints)
+        if any(t.appended for t in taints):  # `self.messages[0].content`: the head, not what was appended later
+            taints = tuple(t._replace(appended=False) for t in taints if key.const != 0 or not t.appended)
         # The key selects, it does not become the value: `cache[id(obj)]` is not an id.
         return Val(taints, node=node,
                    origin=f"{base.origin}[]" if base.origin else None, template=self._template_entry(base.template, key.const))

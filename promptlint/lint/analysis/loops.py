@@ -46,7 +46,7 @@ def carried(passes: list[Pass], name: str | None, node: ast.AST, module) -> tupl
     if not name:
         return ()
     for frame in passes:
-        if name in frame.before and name.split(".")[0] not in frame.reset and name not in frame.reset:
+        if name in frame.before and name.split(".")[0] not in frame.reset:
             step = module.step(node, f"changes on each pass of the loop at line {frame.node.lineno}: "
                                      f"`{module.snippet(node, 50)}`")
             frame.sources.add((step.path, step.line, step.column))
@@ -94,12 +94,13 @@ def history(*vals: Val) -> bool:
     return False
 
 
-_GROWERS = frozenset({"append", "extend", "insert", "add", "update", "appendleft", "extendleft", "setdefault"})
+#: Methods that add to their receiver in place.
+GROWERS = frozenset({"append", "extend", "insert", "add", "update", "appendleft", "extendleft", "setdefault"})
 
 
 def bare_grower(node: ast.AST) -> bool:
     """``tools.append(t)`` as a statement: it adds to ``tools`` in place."""
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _GROWERS
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in GROWERS
 
 
 def grown_params(func: ast.AST, params: list[str]) -> frozenset[int]:

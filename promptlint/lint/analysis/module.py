@@ -223,6 +223,14 @@ class ModuleAnalysis:
         self.summaries[key] = result
         return result
 
+    def forget_methods(self, cls: ClassInfo) -> None:
+        """A method stored a new source in ``self``: the class's other methods read it there, so
+        what was summarised of them before (``update_system_prompt()`` called before
+        ``set_history()``) is redone when next called."""
+        for method in cls.methods.values():
+            if id(method.node) not in self.in_progress:
+                self.summaries.pop(id(method.node), None)
+
     def run_state_return(self, ref: FunctionRef, hook: bool = False) -> Val:
         """What an instructions function returns when a framework calls it with the run's context:
         fields it reads from that context carry the field's name (run_state.py). A hook's own

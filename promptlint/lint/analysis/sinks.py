@@ -29,6 +29,7 @@ def system_text(args: list[Val], kwargs: dict[str, Val]) -> tuple[str | None, Va
 REQUEST_METHODS = {"create", "stream", "parse", "generate_content", "generate_content_stream", "completion",
                    "acompletion", "invoke", "ainvoke", "send_message", "count_tokens", "chat", "achat"}
 
+
 class Sinks:
     """Sink checks of ``FunctionAnalysis``."""
 

@@ -179,7 +179,7 @@ class Statements:
             self.counting -= counted
         if self.passes and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and loops.grows(
                 node.value, node.targets[0].id):
-            val = val.with_taints(merge(val.taints, loops.carried(self.passes, node.targets[0].id, node, self.m)))
+            val = val.with_taints(merge(val.taints, self.grown(node.targets[0].id, node)))
         for target in node.targets:
             self.assign(target, val, node)
 
@@ -190,8 +190,7 @@ class Statements:
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
         old = self.eval(node.target)
         new = self.eval(node.value)
-        grown = loops.carried(self.passes, self._dotted_local(node.target), node, self.m) if (
-            self.passes and not loops.history(old, new)) else ()
+        grown = self.grown(self._dotted_local(node.target), node, old, new)
         taints = merge(old.taints, new.taints, grown, *self.loop_unordered)
         items = None
         if old.items is not None and new.items is not None and isinstance(node.op, ast.Add):
@@ -296,6 +295,13 @@ class Statements:
         self.depth -= 1
         self.loop_depth -= 1
 
+    def grown(self, name: str | None, node: ast.AST, *added: Val) -> tuple[Taint, ...]:
+        """The per-turn taint of ``name`` grown at ``node`` in a loop that carries it (loops.py);
+        none when what is added is a conversation's message (the history grows by design)."""
+        if not self.passes or loops.history(*added):
+            return ()
+        return loops.carried(self.passes, name, node, self.m)
+
     def _leave_loop(self) -> None:
         frame = self.passes.pop()
         loops.leave(frame, self.env)
@@ -394,7 +400,7 @@ class Statements:
                 self.cls.attrs[target.attr] = join(old, stored) if old is not None else stored
                 known = {t.key() for t in old.taints} if old is not None else set()
                 if any(t.key() not in known for t in stored.taints):
-                    forget_methods(self.ref.module if self.ref is not None else self.m, self.cls)
+                    (self.ref.module if self.ref is not None else self.m).forget_methods(self.cls)
             if not weak:
                 self.check_content_write(target, val)
             shown = f"self.{target.attr}" if isinstance(target.value, ast.Name) else target.attr
@@ -451,15 +457,6 @@ class Statements:
         self.env[name] = val if name not in self.env or self.depth == 0 else join(self.env[name], val)
         if self.cls is not None and name.startswith("self.") and name.count(".") == 1:
             self.cls.attrs[name[5:]] = self.env[name]
-
-
-def forget_methods(owner, cls) -> None:
-    """A method stored a new source in ``self``: the class's other methods read it there, so
-    what was summarised of them before (``update_system_prompt()`` called before
-    ``set_history()``) is redone when next called."""
-    for method in cls.methods.values():
-        if id(method.node) not in owner.in_progress:
-            owner.summaries.pop(id(method.node), None)
 
 
 def _unset_test(test: ast.AST) -> str | None:
