@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "fixtures" / "field" / "corpus.yaml"
 TRIAGE = ROOT / "fixtures" / "field" / "triage.tsv"
 FAMILIES = {"1": "time", "2": "identity", "3": "host", "4": "per-turn", "5": "ordering"}
-TREE_SUFFIXES = (".py", ".j2", ".jinja", ".jinja2", ".yaml", ".yml", ".txt", ".md", ".prompt", ".tmpl", ".toml",
+TREE_SUFFIXES = (".py", ".ipynb", ".j2", ".jinja", ".jinja2", ".yaml", ".yml", ".txt", ".md", ".prompt", ".tmpl", ".toml",
                  ".json", ".cfg", ".ini")
 
 
@@ -138,7 +138,9 @@ def materialise(mirror: Path, commit: str, target: Path) -> None:
 
     Only the files a lint run reads are written, blob by blob: mirrors may lack large blobs
     (notebooks, data), which would make a whole-tree ``git archive`` fail."""
-    if (target / ".field-complete").is_file():
+    marker = target / ".field-complete"
+    done = commit + "\n" + " ".join(TREE_SUFFIXES) + "\n"
+    if marker.is_file() and marker.read_text() == done:
         return
     git_dir = str(mirror / ".git" if (mirror / ".git").is_dir() else mirror)
     listing = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "-z", commit],
@@ -168,7 +170,7 @@ def materialise(mirror: Path, commit: str, target: Path) -> None:
     finally:
         batch.stdin.close()
         batch.wait()
-    (target / ".field-complete").write_text(commit + "\n")
+    marker.write_text(done)
 
 
 def lint_tree(tree: Path, promptlint: list[str]) -> tuple[list[dict], float, str]:

@@ -1,4 +1,5 @@
-"""Which files a lint run reads: Python files under the given paths, minus the excludes.
+"""Which files a lint run reads: Python files and Jupyter notebooks under the given paths, minus
+the excludes.
 
 Excludes are shell globs matched against every path component (``build`` prunes any folder
 named build) and against the path relative to ``Settings.root`` (``fixtures/apps/*``).
@@ -50,7 +51,7 @@ def _loops(path: str) -> bool:
 
 
 def collect_files(paths: list[str], settings: Settings, unreadable: list[tuple[str, str]] | None = None) -> list[str]:
-    """Python files (``*.py``) under ``paths``, sorted and without duplicates.
+    """Python files and notebooks (``*.py``, ``*.ipynb``) under ``paths``, sorted, without duplicates.
 
     Folders that cannot be listed are appended to ``unreadable`` as ``(folder, reason)``.
     Raises ``FileNotFoundError`` naming the first path that does not exist.
@@ -98,7 +99,7 @@ def collect_files(paths: list[str], settings: Settings, unreadable: list[tuple[s
                 if is_dir:
                     if not excluded(child, name):
                         stack.append(child)
-                elif name.endswith(".py") and _is_file(entry) and not excluded(child, name):
+                elif name.endswith((".py", ".ipynb")) and _is_file(entry) and not excluded(child, name):
                     found.setdefault(base + os.sep + child[cut:], child)
     return sorted(found.values())
 

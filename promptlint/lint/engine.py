@@ -15,9 +15,10 @@ from __future__ import annotations
 import gc
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from promptlint.lint.diagnostic import Diagnostic, FileResult, Settings, TraceStep
+from promptlint.lint.notebook import is_notebook, notebook_source
 from promptlint.lint.run_state import resolve as resolve_run_state, written_fields
 from promptlint.lint.source import SourceError, decode_source, display_path, parse_python
 
@@ -45,20 +46,28 @@ def _meta(path: str, code: str, detail: str, line: int = 1, column: int = 1) -> 
                       name=doc.name, message=doc.summary.format(detail=detail, sink=""), severity=doc.severity)
 
 
+NOTEBOOK_BYTES_PER_CODE_BYTE = 50  # a notebook file may be this much larger than the limit
+
+
 def read_text(path: str, max_bytes: int) -> tuple[str | None, Diagnostic | None]:
     """A file's text, or the PC002/PC003 diagnostic saying why it cannot be linted."""
+    notebook = is_notebook(path)
     try:
         size = os.path.getsize(path)
-        if size > max_bytes:
+        # A notebook's outputs (images, tables) are most of its bytes: the limit is on its code.
+        if size > max_bytes * (NOTEBOOK_BYTES_PER_CODE_BYTE if notebook else 1):
             return None, _meta(path, "PC003", f"larger than max-file-bytes ({size} > {max_bytes} bytes)")
         with open(path, "rb") as handle:
             raw = handle.read()
     except OSError as exc:
         return None, _meta(path, "PC003", f"cannot read: {exc.strerror or exc}")
     try:
-        return decode_source(raw), None
+        text = notebook_source(raw) if notebook else decode_source(raw)
     except SourceError as exc:
         return None, _meta(path, exc.code, exc.detail)
+    if notebook and len(text) > max_bytes:
+        return None, _meta(path, "PC003", f"code larger than max-file-bytes ({len(text)} > {max_bytes} bytes)")
+    return text, None
 
 
 def analyze_file(path: str, text: str, project, extra_names: frozenset[str] = frozenset()) -> FileResult:
@@ -225,13 +234,27 @@ def worker_count(jobs: int | None, files: int) -> int:
     return max(1, min(jobs or usable_cores(), usable_cores(), files // (PARALLEL_THRESHOLD // 2)))
 
 
-def deal(items: list, jobs: int) -> list[list[list]]:
+def deal(items: list, jobs: int, weight=lambda item: 1) -> list[list[list]]:
     """The batches each of ``jobs`` workers runs, in order: batches of neighbouring items (they
-    share helper modules), dealt round-robin so that every worker gets a share of each part of
-    the tree. A function of the items and the number of workers only."""
+    share helper modules), each given to the least loaded worker, heaviest first, so that the
+    workers finish together. A function of the items, their weights (file sizes) and the number
+    of workers only, never of timing."""
     size = max(1, len(items) // (jobs * CHUNKS_PER_JOB))
     batches = [items[i:i + size] for i in range(0, len(items), size)]
-    return [batches[number::jobs] for number in range(jobs)]
+    weights = [sum(weight(item) for item in batch) for batch in batches]
+    loads, shares = [0] * jobs, [[] for _ in range(jobs)]
+    for i in sorted(range(len(batches)), key=lambda i: (-weights[i], i)):
+        worker = min(range(jobs), key=lambda j: (loads[j], j))
+        shares[worker].append(i)
+        loads[worker] += weights[i]
+    return [[batches[i] for i in sorted(share)] for share in shares]
+
+
+def _file_size(item) -> int:
+    try:
+        return os.path.getsize(item if isinstance(item, str) else item[0])
+    except OSError:
+        return 0
 
 
 def _serve(conn, settings: Settings, roots: list[str], strict: bool) -> None:
@@ -292,7 +315,7 @@ class _Workers:
         if not self.processes:
             self._start()
         self.idle = False
-        for conn, batches in zip(self.conns, deal(items, self.jobs)):
+        for conn, batches in zip(self.conns, deal(items, self.jobs, _file_size)):
             conn.send((func, batches))
         from multiprocessing.connection import wait
 
@@ -365,7 +388,7 @@ def _names_any(path: str, names: frozenset[str]) -> bool:
 
 
 def _stem(path: str) -> str:
-    name = os.path.basename(path)[:-3]
+    name = os.path.splitext(os.path.basename(path))[0]
     return os.path.basename(os.path.dirname(path)) if name == "__init__" else name
 
 
@@ -460,10 +483,18 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
                 from promptlint.lint.suppress import apply_suppressions
 
                 found = apply_suppressions(path, text, list(found), known_codes())
-        diagnostics.extend(d for d in found if is_selected(d.code, d.path, settings))
+        diagnostics.extend(_unfixable_in_notebooks(d) for d in found if is_selected(d.code, d.path, settings))
     unique = {(d.path, d.line, d.column, d.code, d.message, d.trace): d for d in diagnostics}
     return LintReport(sorted(one_per_flow(unique.values()), key=Diagnostic.sort_key), len(files), analyzed_count,
                       len(files) - len(pending))
+
+
+def _unfixable_in_notebooks(d: Diagnostic) -> Diagnostic:
+    """A notebook's code is JSON strings: an edit at a code column would break the file (ruff
+    does not fix notebooks in place either)."""
+    if d.fix is not None and (is_notebook(d.path) or is_notebook(d.fix.path)):
+        return replace(d, fix=None)
+    return d
 
 
 def one_per_flow(diagnostics) -> list[Diagnostic]:
@@ -512,8 +543,6 @@ def one_per_flow(diagnostics) -> list[Diagnostic]:
 
 def _one_finding(group: list[Diagnostic]) -> Diagnostic:
     """The finding of one sink line and code: the shortest trace, the other sources related."""
-    from dataclasses import replace
-
     if len(group) == 1:
         return group[0]
     # Shortest trace first; on a tie, a source that is a value read or computed (a retrieval, a
@@ -553,8 +582,6 @@ def lint_source(text: str, path: str = "example.py", settings: Settings | None =
 
 
 def _relocate(d: Diagnostic, prefix: str) -> Diagnostic:
-    from dataclasses import replace
-
     strip = (lambda p: p[len(prefix):] if p.startswith(prefix) else p)
     fix = replace(d.fix, path=strip(d.fix.path)) if d.fix is not None else None
     return replace(d, path=strip(d.path), trace=tuple(replace(s, path=strip(s.path)) for s in d.trace), fix=fix)

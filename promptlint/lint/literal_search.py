@@ -109,7 +109,7 @@ def merged_tokens(token_maps) -> dict[str, bool]:
 LAYER_WRITER_NAME = (r"(?:set|update|append|add|extend|inject|prepend)_(?:to_)?"
                      r"(?:system_?(?:prompt|message|instruction)s?|instructions|developer_?(?:message|instructions))")
 SHAPE_TOKENS = (
-    r"""["']role["']\s*:\s*["'](?:system|developer)["']"""
+    r"""["']role["']\s*:\s*(?:["'](?:system|developer)["']|(?:[\w.]*\.)?(?:SYSTEM|DEVELOPER)\b)"""
     r"""|\brole\s*=\s*(?:["'](?:system|developer)["']|(?:[\w.]*\.)?(?:SYSTEM|DEVELOPER)\b|[\w.]*\.(?:system|developer)\b)"""
     # A role test: the system message is edited in place (`if msgs[0][ROLE] == SYSTEM: ... +=`).
     r"""|\b(?:role|ROLE)["']?\s*\]?\s*==\s*(?:["'](?:system|developer)["']|(?:[\w.]*\.)?(?:SYSTEM|DEVELOPER|system|developer)\b)"""

@@ -38,6 +38,13 @@ _WRITES = tuple(re.compile(p) for p in (
 ))
 
 
+def graph_node(func) -> bool:
+    """``def retrieve(state, config)``: a graph node (LangGraph's convention), run on each step of
+    each turn; it reads what other nodes wrote and returns the fields it updates."""
+    args = [a.arg for a in func.args.args if a.arg not in ("self", "cls")] if hasattr(func, "args") else []
+    return bool(args) and args[0] == "state"
+
+
 def state_receiver(text: str) -> bool:
     """Whether a receiver's text names a run's state or context."""
     return _STATE_WORDS.search(text) is not None

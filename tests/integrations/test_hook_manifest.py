@@ -24,9 +24,9 @@ def test_the_manifest_defines_the_lint_and_golden_hooks():
     assert sorted(hooks()) == ["promptlint", "promptlint-golden"]
 
 
-def test_the_lint_hook_gets_python_files_in_one_process():
+def test_the_lint_hook_gets_python_files_and_notebooks_in_one_process():
     hook = hooks()["promptlint"]
-    assert (hook["entry"], hook["language"], hook["types"]) == ("promptlint lint", "python", ["python"])
+    assert (hook["entry"], hook["language"], hook["types_or"]) == ("promptlint lint", "python", ["python", "jupyter"])
     assert hook["pass_filenames"] and hook["require_serial"]
 
 

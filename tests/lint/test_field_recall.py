@@ -208,6 +208,27 @@ class Runner:
 ''')] == ["PC401"]
 
 
+def test_a_field_read_from_an_argument_is_not_written_into_it():
+    # `usage = response.usage` reads the reply's token usage for a report; the reply itself
+    # (its text, placed in the next system prompt) does not carry the usage.
+    assert [code for _, code in found('''def report(payload):
+    pass
+
+def emit(response):
+    usage = response.usage
+    report({"input_tokens": usage.input_tokens if usage else None})
+
+def ask(client, messages):
+    response = client.chat.completions.create(model="m", messages=messages)
+    emit(response)
+    return response.choices[0].message.content
+
+def plan(client, goal):
+    text = ask(client, [{"role": "user", "content": goal}])
+    return client.chat.completions.create(model="m", messages=[{"role": "system", "content": "Plan: " + text}])
+''')] == []
+
+
 def test_live_home_assistant_entity_states_are_per_turn():
     assert [code for _, code in found('''class Agent:
     def _build_system_prompt(self):
@@ -323,4 +344,52 @@ def build_system_prompt(persona):
     log = Log()
     log.add(persona)
     return log.text()
+''') == []
+
+
+def test_notices_drained_for_this_request_are_per_turn():
+    # A queue the turn filled (a tool result was cut short) is emptied into a system message.
+    assert [code for _, code in found('''class Conversation:
+    def prepare(self, messages, context):
+        dicts = [m.to_dict() for m in messages]
+        notices = context.drain_context_notices()
+        if notices:
+            text = "\\\\n".join(f"- {n}" for n in notices)
+            dicts.insert(1, {"role": "system", "content": "[Context]\\\\n" + text})
+        return dicts
+''')] == ["PC401"]
+
+
+def test_a_compiled_pattern_search_is_a_match_not_a_retrieval():
+    # The system part is cut out of a rendered template: fixed text, not this turn's lookup.
+    assert found('''import re
+
+def split(text, messages):
+    regex = re.compile(r"<S>(.*?)</S>")
+    match = regex.search(text)
+    if match:
+        messages.append({"role": "system", "content": match.group(1)})
+    return messages
+''') == []
+
+
+def test_the_last_element_of_a_list_being_filled_is_not_the_newest_message():
+    # `chat_messages[-1]` is the message merged last here, not this turn's user words.
+    assert found('''def format_messages(messages):
+    chat_messages = []
+    for message in messages:
+        if chat_messages and message["role"] == chat_messages[-1]["role"]:
+            content = f"{chat_messages[-1]['content']}\\\\n{message['content']}"
+            chat_messages[-1]["content"] = content
+        else:
+            chat_messages.append(message)
+    return [{"role": m["role"], "content": str(content)} for m in chat_messages]
+
+
+def request_data(messages):
+    system_prompt = ""
+    for message in format_messages(messages):
+        if message["role"] == "system":
+            system_prompt += message["content"]
+    return {"messages": [], "system": system_prompt}
 ''') == []

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from promptlint.lint.diagnostic import Settings
 from promptlint.lint.engine import lint_paths, lint_source
 
@@ -633,3 +635,59 @@ class Retriever:
         return self.llm.gen(model=self.model_id, messages=messages)
 '''})
     assert len(found) == 1 and found[0][2] == "PC101"
+
+
+# ------------------------------------------------------------ fields of a record read by name
+TOOL_RECORD = '''import time
+
+from planner.models import ToolResult
+
+
+def run_tool(tool, args):
+    start = time.perf_counter()
+    value = tool(**args)
+    if %s:
+        return ToolResult(%s, duration=time.perf_counter() - start)
+    return ToolResult(%s, duration=time.perf_counter() - start)
+
+
+def step(client, tool, args, variables):
+    outcome = run_tool(tool, args)
+    variables["last"] = outcome.%s
+    system = "Variables:\\n" + "\\n".join(f"{k} = {v}" for k, v in sorted(variables.items()))
+    return client.chat.completions.create(model="m", messages=[{"role": "system", "content": system}])
+'''
+
+
+@pytest.mark.parametrize("test, first, last", [
+    ("value is None", 'error="no result"', "result=value"),  # the record read by name is built last
+    ("value is not None", "result=value", 'error="no result"'),  # on one path of two: fields joined
+])
+def test_a_field_of_a_library_record_is_what_was_given_for_it(test, first, last):
+    # A timing kept beside a tool's result does not reach the prompt that shows the result.
+    assert lint_source(TOOL_RECORD % (test, first, last, "result")) == []
+    assert [d.code for d in lint_source(TOOL_RECORD % (test, first, last, "duration"))] == ["PC101"]
+
+
+def test_a_breakpoint_a_loop_writes_is_one_site_however_often_the_loop_is_read():
+    source = '''import anthropic
+from anthropic.types import MessageParam, TextBlockParam
+
+
+def serialize(history):
+    out = []
+    for i, m in enumerate(history):
+        last = i == len(history) - 1
+        block = TextBlockParam(type="text", text=m.text, cache_control={"type": "ephemeral"} if last else None)
+        out.append(MessageParam(role=m.role, content=[block]))
+    return out
+
+
+def ask(history):
+    return anthropic.Anthropic().messages.create(model="m", max_tokens=10, messages=serialize(history)%s)
+'''
+    assert [d.code for d in lint_source(source % "")] == []
+    # Five places that each write a breakpoint are still five.
+    many = ", system=[" + ", ".join('{"type": "text", "text": "%d", "cache_control": {"type": "ephemeral"}}' % i
+                                    for i in range(5)) + "]"
+    assert [d.code for d in lint_source(source % many)] == ["PC606"]

@@ -205,3 +205,29 @@ def run(text, registry):
 '''
     assert [(code, source) for _, code, source in found(body)] == [
         ("PC401", line_of(body, '        add_found_tools(registry["found"], tools)'))]
+
+
+def test_a_record_returned_from_inside_a_loop_is_returned_once():
+    # The counter is read once, when the loop ends: the fields of the record do not keep it per pass.
+    assert lint_source('''from dataclasses import dataclass
+
+
+@dataclass
+class Outcome:
+    status: str
+    reason: str
+
+
+def run_loop(step):
+    repeats = 0
+    while True:
+        if step():
+            return Outcome(status="done", reason=f"finished after {repeats} repeats")
+        repeats += 1
+
+
+def summarize(client, step):
+    outcome = run_loop(step)
+    system = f"The last task ended: {outcome.reason}"
+    return client.chat.completions.create(model="m", messages=[{"role": "system", "content": system}])
+''') == []

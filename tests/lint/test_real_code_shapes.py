@@ -30,6 +30,7 @@ def diags(source: str):
     'ChatMessage(role=MessageRole.SYSTEM, content=text)',
     'SystemMessage(content=text)',
     '{"role": "developer", "content": [{"type": "text", "text": text}]}',
+    '{"role": MessageRole.SYSTEM.value, "content": text}',
 ])
 def test_a_system_message_is_a_sink_in_a_builder_that_imports_no_sdk(message):
     source = f'''from datetime import datetime

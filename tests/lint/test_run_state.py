@@ -204,3 +204,43 @@ def test_written_fields_scans_writes_through_state_receivers(text, fields):
 def test_written_fields_reports_the_first_write_position():
     text = "x = 1\n    ctx.state.a = 1\nctx.state.a = 2\n"
     assert written_fields(text) == {"a": [2, 5]}
+
+
+GRAPH = '''from langchain_core.messages import SystemMessage
+
+
+def load_memories(state, config):
+    memories = config["configurable"]["store"].search(("memories",), query=state["messages"][-1].content)
+    return {"notes": [m.value for m in memories]%s}
+
+
+def agent(state, config):
+    system = SystemMessage(content=f"Notes: {state['notes']}\\nUser: {state['user_name']}")
+    return {"messages": [config["configurable"]["llm"].invoke([system, *state["messages"]])]}
+'''
+
+
+def test_a_graph_state_field_another_node_writes_is_per_turn_and_the_run_input_is_not():
+    # `user_name` comes with the graph's input: only a node that writes it would make it vary.
+    [found] = lint_source(GRAPH % "")
+    assert found.code == "PC401" and found.trace[0].line == 6
+    assert "`notes`" in found.message and "user_name" not in found.message + str(found.related)
+    [found] = lint_source(GRAPH % ', "user_name": state["messages"][-1].content')
+    assert "user_name" in found.message + str(found.related)
+
+
+def test_a_command_update_of_a_graph_node_is_a_write():
+    [found] = lint_source('''from langgraph.types import Command
+from langchain_core.messages import SystemMessage
+
+
+def plan(state, config):
+    steps = config["configurable"]["llm"].invoke(state["messages"]).content
+    return Command(update={"plan": steps}, goto="act")
+
+
+def act(state, config):
+    system = SystemMessage(content=f"Follow the plan: {state['plan']}")
+    return {"messages": [config["configurable"]["llm"].invoke([system, *state["messages"]])]}
+''')
+    assert (found.code, found.trace[0].line) == ("PC401", 7)

@@ -47,3 +47,23 @@ def argument_syntax(node: ast.Call, position: int, name: str) -> ast.expr | None
     if 0 <= position < len(node.args):
         return node.args[position]
     return next((k.value for k in node.keywords if k.arg == name), None)
+
+
+#: Calls that run a function they are handed, with the arguments after it (a thread pool, an
+#: event loop's executor): method or function name -> the position of the function.
+_RUNNERS = {"submit": 0, "to_thread": 0, "run_in_executor": 1, "run_sync": 0}
+
+
+def run_call(node: ast.Call) -> ast.Call | None:
+    """``executor.submit(fetch, user_id)`` as the call it makes: ``fetch(user_id)``. Its future's
+    ``.result()`` is that call's result. Built once per call node."""
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+    where = _RUNNERS.get(name)
+    if where is None or len(node.args) <= where or isinstance(node.args[where], (ast.Starred, ast.Constant)):
+        return None
+    made = getattr(node, "_promptlint_run", None)
+    if made is None:
+        made = node._promptlint_run = ast.copy_location(
+            ast.Call(func=node.args[where], args=node.args[where + 1:], keywords=node.keywords), node)
+        made.end_lineno, made.end_col_offset = node.end_lineno, node.end_col_offset
+    return made

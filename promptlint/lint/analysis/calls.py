@@ -6,13 +6,12 @@ import ast
 import re
 
 from promptlint.lint.analysis import arguments, loops
-from promptlint.lint.analysis.values import (
-    EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, frozen_ok, merge,
-)
-from promptlint.lint.analysis.sinks import REQUEST_METHODS, entry_node, system_text, _role
+from promptlint.lint.analysis.values import EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, frozen_ok, merge
+from promptlint.lint.analysis.sinks import REQUEST_METHODS, before_history, entry_node, system_text, _role
 from promptlint.lint.diagnostic import Fix, TraceStep
 
 _MUTATORS = loops.GROWERS | {"__setitem__"}
+_PATTERN_COMPILERS = ("re.compile(", "regex.compile(")  # origin of a compiled pattern's methods
 _ORDERED_CONSUMERS = {"builtins.list", "builtins.tuple", "builtins.enumerate", "builtins.iter", "builtins.next"}
 _TEMPLATE_METHODS = {"format", "format_map", "render", "substitute", "safe_substitute", "partial", "invoke", "ainvoke",
                      "aformat", "format_messages", "aformat_messages", "format_prompt", "aformat_prompt",
@@ -31,9 +30,6 @@ _HISTORY_STORES = {"add_message", "add_messages", "append_message", "add_to_hist
 _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
 #: Families of what may locate a file without being in it: host facts, clocks and ids in a path.
 _LOCATORS = ("PC1", "PC2", "PC3")
-#: Terminal and desktop UI toolkits: a module built on one shows messages on screen.
-_UI_TOOLKITS = frozenset({"textual", "urwid", "curses", "prompt_toolkit", "tkinter", "PyQt5", "PyQt6", "PySide2",
-                          "PySide6", "wx", "kivy"})
 #: Classes of a system message, whatever library they come from.
 _SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "SystemPrompt", "SystemChatMessage",
                    "SystemMessagePromptTemplate"}
@@ -103,6 +99,8 @@ class Calls:
         return kwargs, splat
 
     def eval_Call(self, node: ast.Call) -> Val:
+        if (ran := arguments.run_call(node)) is not None:
+            return self.eval_Call(ran)
         func = self.eval(node.func)
         appending = isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "insert", "appendleft")
         # `model_context.add_message(SystemMessage(...))`: a message stored after the history.
@@ -180,17 +178,21 @@ class Calls:
         if isinstance(node.func, ast.Attribute) and not self._static_catalog(node.func.value):
             spec = self.m.catalog.source_method(node.func.attr)
             # A project method named for retrieval is one too (`client.query_for_conversation`
-            # posts the query to a server); a module's function (`re.search`) is not.
+            # posts the query to a server); a module's function (`re.search`, `re.compile(p).search`) is not.
             method_of_class = func.func is not None and func.func.cls is not None
-            if spec is not None and (method_of_class or not (origin and self._is_module_path(origin))):
+            if spec is not None and (method_of_class or not (origin and (
+                    self._is_module_path(origin) or origin.startswith(_PATTERN_COMPILERS)))):
                 return self._source_result(node, spec, node.func.attr, args, kwargs, receiver=func)
         if isinstance(node.func, ast.Name):
             # The project's own `search_memories(...)`/`retrieve(...)` function: what it returns is
-            # the per-turn content (the query it is given only selects it).
+            # the per-turn content (the query it is given only selects it), from the source it reads
+            # when its body shows one (`store.get(...)`), else from its name.
             spec = self.m.catalog.source_method(node.func.id)
-            if spec is not None and spec.label == "volatile" and (func.func is not None or (
-                    origin and isinstance(self.m.resolve_function(origin.lstrip("@")), FunctionRef))):
-                return self._source_result(node, spec, node.func.id, args, kwargs)
+            ref = func.func or (self.m.resolve_function(origin.lstrip("@")) if origin else None)
+            if spec is not None and spec.label == "volatile" and isinstance(ref, FunctionRef):
+                inner = self._apply_summary(node, ref, func, args, kwargs)
+                return inner if any(t.param < 0 and t.code == spec.code for t in inner.taints) else (
+                    self._source_result(node, spec, node.func.id, args, kwargs))
         # 2. sanitizers and serializers
         arg_taints = merge(*(a.taints for a in args), *(arguments.passed(k, v, callee, callee in _TEMPLATE_METHODS) for k, v in kwargs.items()), *(s.taints for s in splat))
         if origin:
@@ -261,7 +263,9 @@ class Calls:
         taints = merge(recv_val.taints, arg_taints)
         # Template text travels through reads, loads and string methods (``yaml.safe_load(path.read_text())``).
         template = recv_val.template or next((a.template for a in args if a.template is not None), None)
-        result = Val(taints, origin=call_origin, node=node, template=template)
+        # A library record built by keyword (`ToolResult(result=r, duration=t)`): `.result` is r only.
+        result = Val(taints, origin=call_origin, node=node, template=template,
+                     keys=dict(kwargs) if kwargs and not splat and callee[:1].isupper() and not callee.isupper() else None)
         if self.stable_template is not None:  # a system template was just built: remember its layer
             result.template, result.sink_layer = self.stable_template
             self.stable_template = None
@@ -285,7 +289,7 @@ class Calls:
             node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", ""))
         if tail in _SYSTEM_CLASSES or (isinstance(node.func, ast.Attribute) and node.func.value is not None
                                        and getattr(node.func.value, "id", getattr(node.func.value, "attr", "")) in _SYSTEM_CLASSES):
-            if origin and self._on_screen() and origin.lstrip("@").split(".")[0] not in self.m.catalog.library_roots():
+            if origin and self.m.on_screen and origin.lstrip("@").split(".")[0] not in self.m.catalog.library_roots():
                 return  # the project's own notice record in a terminal or desktop UI: shown, not sent
             key, text = system_text(args, kwargs)
             if text is not None:
@@ -309,10 +313,6 @@ class Calls:
             if not fills and not (origin and origin.startswith("@") and "()" not in origin):
                 for name, val in kwargs.items():
                     self.check_stable_target(name, f"{name}=", val, entry_node(node, name, val), self.m.snippet(node.func))
-
-    def _on_screen(self) -> bool:
-        """Whether this module is a terminal or desktop UI (it imports a toolkit)."""
-        return any(q.split(".")[0] in _UI_TOOLKITS for q in self.m.imports.values())
 
     def _static_catalog(self, receiver: ast.AST) -> bool:
         """`i18n.retrieve("slices", "role")`: a translation catalog holds fixed text; it retrieves nothing."""
@@ -368,7 +368,7 @@ class Calls:
             # position); appended to an empty or all-system list, it leads the request.
             late = method == "append" and items is not None and any(
                 i.keys is None or _role(i.keys.get("role")) not in ("system", "developer") for i in items)
-            if not late and not (method == "insert" and not (args and args[0].const == 0)):
+            if not late and (method != "insert" or before_history(args, items)):
                 self.check_message_shape(message, node.args[-1])
         if items is not None:
             if method == "append" and args:

@@ -10,6 +10,7 @@ from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.values import EMPTY, HISTORY, RUN_STATE, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join, merge
 from promptlint.lint.analysis.sinks import _role
 from promptlint.lint.diagnostic import Fix, TraceStep
+from promptlint.lint.run_state import graph_node
 
 _BUILTINS = frozenset(dir(builtins))
 _TURN_TEXT_ATTRS = {"text", "content", "message", "messages", "query", "input", "prompt", "body", "question"}
@@ -36,6 +37,18 @@ def _is_last(node: ast.AST) -> bool:
     """``x[-1]``"""
     return isinstance(node, ast.Subscript) and isinstance(node.slice, ast.UnaryOp) and isinstance(
         node.slice.op, ast.USub) and isinstance(node.slice.operand, ast.Constant) and node.slice.operand.value == 1
+
+
+def _lists_built(func: ast.AST) -> frozenset[str]:
+    """Local names a function binds to an empty list, to fill it (cached on its node)."""
+    found = getattr(func, "_promptlint_lists", None)
+    if found is None:
+        found = frozenset(
+            target.id for n in ast.walk(func) if isinstance(n, (ast.Assign, ast.AnnAssign))
+            and isinstance(n.value, ast.List) and not n.value.elts
+            for target in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(target, ast.Name))
+        func._promptlint_lists = found
+    return found
 
 
 def _list_name(node: ast.AST) -> str | None:
@@ -282,17 +295,29 @@ class Expressions:
             return Val(base.taints, origin=kind, node=node) if kind else None
         spec = self.m.catalog.source_fields.get(name)
         what = "field"
-        if spec is None and name in ("content", "text") and _is_last(receiver):
+        if spec is None and name in ("content", "text") and _is_last(receiver) and not self._built_here(receiver.value):
             listed = _list_name(receiver.value)
             specs = self.m.catalog.source_newest_of.match(listed) if listed else []
             spec, what = (specs[0], "the newest message's") if specs else (None, what)
         if spec is None and isinstance(receiver, ast.Name) and receiver.id == "state":
             spec = self.m.catalog.source_state_fields.get(name)
             what = "graph state field"
+            if spec is None and self.graph_node and not self.m.catalog.source_newest_of.match(name):
+                # Another node of the graph may write it on each run: kept if one does (run_state.py).
+                return self._run_state_read(name, node, "graph state read on each node run")
         if spec is None:
             return None
         step = self.m.step(node, f"{spec.note}: {what} `{name}`")
         return Val(merge((Taint(spec.code, spec.label, (step,)),), base.taints), origin=f"state.{name}", node=node)
+
+    @property
+    def graph_node(self) -> bool:
+        return self.ref is not None and graph_node(self.ref.node)
+
+    def _built_here(self, node: ast.AST) -> bool:
+        """A list this function starts empty and fills (`merged = []`): its last
+        element is the one added last here, not the conversation's newest message."""
+        return isinstance(node, ast.Name) and self.ref is not None and node.id in _lists_built(self.ref.node)
 
     def element_of(self, iterable: ast.AST, element: Val) -> Val:
         """An element of a list named for a conversation's history (`for m in messages`). A list

@@ -56,21 +56,10 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         stored first messages), so its clock and ids do not reach callers as per-request values."""
         summary = super().run_function()
         if self.frozen:
-            summary.ret = _once(summary.ret)
+            summary.ret = summary.ret.keep_deep(frozen_ok)
             summary.writes = {i: kept for i, ts in summary.writes.items() if (kept := tuple(filter(frozen_ok, ts)))}
         if set_up_path(getattr(self.ref.node, "name", "")):
             # `initialize_message_sequence(agent, memory_edit_timestamp=now())`: the stamp its
             # caller passes is stored with the first messages once; orderings still count.
             summary.param_sinks = [ps for ps in summary.param_sinks if ps.label == "unordered"]
         return summary
-
-
-def _once(val: Val, depth: int = 0) -> Val:
-    """``val`` with only the taints that survive being computed once, through its structure."""
-    if depth > 4:
-        return val.keep(frozen_ok)
-    return Val(tuple(t for t in val.taints if frozen_ok(t)), val.origin, val.const,
-               [_once(v, depth + 1) for v in val.items] if val.items is not None else None,
-               {k: _once(v, depth + 1) for k, v in val.keys.items()} if val.keys is not None else None,
-               val.func, val.node, val.template, val.sink_layer)
-

@@ -80,7 +80,7 @@ def leave(frame: Pass, values: dict) -> None:
         return
     for name, val in list(values.items()):
         if any(mine([frame], t) for t in val.taints):
-            values[name] = val.keep(lambda t: not mine([frame], t))
+            values[name] = val.keep_deep(lambda t: not mine([frame], t))
 
 
 def history(*vals: Val) -> bool:

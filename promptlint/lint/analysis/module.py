@@ -11,8 +11,13 @@ from promptlint.lint.analysis.values import (
 )
 from promptlint.lint.catalog import Catalog
 from promptlint.lint.diagnostic import Diagnostic, TraceStep
-from promptlint.lint.run_state import writes_state
+from promptlint.lint.run_state import graph_node, writes_state
 from promptlint.lint.source import source_lines
+
+
+#: Terminal and desktop UI toolkits: a module built on one shows messages on screen.
+_UI_TOOLKITS = frozenset({"textual", "urwid", "curses", "prompt_toolkit", "tkinter", "PyQt5", "PyQt6", "PySide2",
+                          "PySide6", "wx", "kivy"})
 
 
 class ModuleAnalysis:
@@ -152,6 +157,11 @@ class ModuleAnalysis:
         body.env = self.globals  # functions summarised during the body see globals so far
         body.run_block(self.tree.body)
 
+    @property
+    def on_screen(self) -> bool:
+        """Whether this module is a terminal or desktop UI (it imports a toolkit)."""
+        return any(q.split(".")[0] in _UI_TOOLKITS for q in self.imports.values())
+
     def run(self, extra_names: frozenset[str] = frozenset()) -> None:
         """Analyse module-level code and every function that can hold a sink.
 
@@ -167,7 +177,7 @@ class ModuleAnalysis:
         todo = [r for r in refs if catalog.prefilter.search(seg := self._segment(r.node))
                 or catalog.shape_prefilter.search(seg) or catalog.stable_layer_of(r.node.name)
                 or r.cls is not None and r.cls.bases and catalog.hook_layer(r.cls.bases, r.node.name)
-                or writes_state(seg)]  # what it writes into a run's state, with its family (run_state.py)
+                or writes_state(seg) or graph_node(r.node)]  # what it writes into a run's state (run_state.py)
         # Globals holding a stable template (`prompt = ChatPromptTemplate.from_messages(...)`):
         # a function that fills one writes a stable layer without naming any sink token.
         names = set(extra_names) | {n for n, v in self.globals.items() if v.sink_layer}

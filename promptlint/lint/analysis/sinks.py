@@ -240,21 +240,24 @@ class Sinks:
         self.m.emit(taint, node, layer, "PC604" if kind == "cache-key" else None, sink_step, sent=self.sending > 0)
 
     def _count_breakpoints(self, node: ast.Call, kwargs: dict[str, Val]) -> None:
-        count = 1 if "cache_control" in kwargs else 0
+        # Breakpoints are counted by the syntax that writes them: a block a loop appends on each of
+        # its passes is one site, not one per pass the analysis made.
+        sites: set = set()
 
-        def walk(v: Val | None, depth: int = 0) -> int:
+        def walk(v: Val | None, depth: int = 0) -> None:
             if v is None or depth > 6:
-                return 0
-            n = 1 if v.keys is not None and "cache_control" in v.keys else 0
+                return
+            if v.keys is not None and "cache_control" in v.keys:
+                sites.add(id(v.node) if v.node is not None else id(v))
             for child in (v.items or []):
-                n += walk(child, depth + 1)
+                walk(child, depth + 1)
             for k, child in (v.keys or {}).items():
                 if k != "cache_control":
-                    n += walk(child, depth + 1)
-            return n
+                    walk(child, depth + 1)
 
         for key in ("system", "tools", "messages"):
-            count += walk(kwargs.get(key))
+            walk(kwargs.get(key))
+        count = len(sites) + ("cache_control" in kwargs)
         if count > 4:
             self.m.emit_check("PC606", node, str(count))  # detail is the count
 
@@ -387,13 +390,23 @@ def is_system_message(message: Val) -> bool:
     return message.keys is not None and _role(message.keys.get("role")) in ("system", "developer")
 
 
+def before_history(args: list[Val], items: list[Val] | None) -> bool:
+    """``msgs.insert(1, notice)``: a constant place ahead of what the list holds (right after the
+    system prompt) is in the prefix of every later request; the end of a known list is not."""
+    where = args[0].const if len(args) == 2 else None
+    return isinstance(where, int) and not isinstance(where, bool) and where >= 0 and (
+        items is None or where < len(items) or where == 0)
+
+
 def _role(val: Val | None) -> str | None:
-    """``"system"``, ``Role.SYSTEM``, ``MessageRole.DEVELOPER``: the role a message says it has."""
+    """``"system"``, ``Role.SYSTEM``, ``MessageRole.DEVELOPER.value``: the role a message says it has."""
     if val is None:
         return None
     if isinstance(val.const, str):
         return val.const.lower()
     node = val.node
+    if isinstance(node, ast.Attribute) and node.attr in ("value", "name") and isinstance(node.value, ast.Attribute):
+        node = node.value  # `MessageRole.SYSTEM.value`: the enum member's value
     if isinstance(node, ast.Attribute) and node.attr.lower() in ("system", "developer"):
         return node.attr.lower()
     if isinstance(node, ast.Name) and node.id in ("SYSTEM", "DEVELOPER"):  # `from schema import SYSTEM`

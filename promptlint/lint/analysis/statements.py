@@ -15,15 +15,16 @@ _ROLE_WORDS = {"system", "developer", "SYSTEM", "DEVELOPER"}
 
 
 def _is_role_test(node: ast.AST) -> int:
-    """1 when a test or match pattern singles out the system/developer role."""
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Constant) and sub.value in _ROLE_WORDS:
-            return 1
-        if isinstance(sub, ast.Attribute) and sub.attr in _ROLE_WORDS:
-            return 1
-        if isinstance(sub, ast.Name) and sub.id in _ROLE_WORDS:  # `msg[ROLE] == SYSTEM`
-            return 1
-    return 0
+    """1 when a test or match pattern singles out the system/developer role (cached on the node:
+    a test is evaluated on each pass of its loop and each summary of its function)."""
+    found = getattr(node, "_promptlint_role", None)
+    if found is None:
+        found = node._promptlint_role = int(any(
+            isinstance(sub, ast.Constant) and sub.value in _ROLE_WORDS
+            or isinstance(sub, ast.Attribute) and sub.attr in _ROLE_WORDS
+            or isinstance(sub, ast.Name) and sub.id in _ROLE_WORDS  # `msg[ROLE] == SYSTEM`
+            for sub in ast.walk(node)))
+    return found
 
 
 def _content_of(target: ast.AST) -> ast.AST | None:
@@ -131,8 +132,10 @@ class Statements:
             val = self.env.get(name)
             if name in rebound or name in ("self", "cls") or val is None:
                 continue
-            # `data = context.setdefault("recipient", {})`: writes into `data` are writes into `context`.
-            held = merge(val.taints, *(self.env[a].taints for a, p in aliases.items() if p == name and a in self.env))
+            # `data = context.setdefault("recipient", {})`: writes into `data` are writes into `context`;
+            # what the alias read from the object at its binding (`usage = response.usage`) is not.
+            held = merge(val.taints, *(tuple(t for t in self.env[a].taints if not t.steps or t.steps[0].line != line)
+                                       for a, (p, line) in aliases.items() if p == name and a in self.env))
             new = tuple(t for t in held if t.param < 0 and t not in given[name])
             if new:
                 step = self.m.step(node, f"written into `{name}` by {getattr(node, 'name', 'lambda')}()")
@@ -214,7 +217,9 @@ class Statements:
         if self.loop_unordered:
             val = val.with_taints(merge(val.taints, *self.loop_unordered))
         if self.passes:  # what a loop has built so far is returned once, not per pass
-            val = val.keep(lambda t: not loops.mine(self.passes, t))
+            val = val.keep_deep(lambda t: not loops.mine(self.passes, t))
+        if self.graph_node:
+            self._note_node_update(node.value, val)
         name = self.ref.qualname.rsplit(".", 1)[-1] if self.ref else "function"
         step = self.m.step(node.value, f"returned by {name}()")
         val = val.with_taints(tuple(t.then(step) for t in val.taints))
@@ -427,15 +432,30 @@ class Statements:
         elif isinstance(target, ast.Starred):
             self.assign(target.value, val, stmt, weak)
 
-    def _note_state_write(self, target: ast.Attribute | ast.Subscript, name, val: Val) -> None:
+    def _note_node_update(self, value: ast.expr, val: Val) -> None:
+        """A graph node's returned update (`{"summary": s}`, `Command(update={...}, goto=...)`):
+        each field it names is written while the conversation runs."""
+        if isinstance(value, ast.Call) and getattr(value.func, "id", getattr(value.func, "attr", "")) == "Command":
+            value, val = next((k.value for k in value.keywords if k.arg == "update"), None), (val.keys or {}).get("update", val)
+        if isinstance(value, ast.Dict) and val.keys:
+            for key in value.keys:
+                if isinstance(key, ast.Constant) and key.value in val.keys:
+                    self._note_state_write(key, key.value, val.keys[key.value], any_write=True)
+
+    def _note_state_write(self, target: ast.AST, name, val: Val, any_write: bool = False) -> None:
         """``callback_context.state["_time"] = now``: the family of a real source written into a
-        run's state, for the instructions that read it back (run_state.py)."""
-        if not isinstance(name, str) or name in self.m.state_writes or not state_receiver(self.m.snippet(target.value, 200)):
+        run's state, for the instructions that read it back (run_state.py). A graph node's returned
+        update (``any_write``) is a write whatever it holds: nodes run while the conversation runs."""
+        if not isinstance(name, str) or name in self.m.state_writes or not (
+                any_write or state_receiver(self.m.snippet(target.value, 200))):
             return
+        where = [target.lineno, self.m.column(target.lineno, target.col_offset)]
         for t in val.taints:
             if t.param < 0 and t.label == "volatile" and t.code and not t.needs:
-                self.m.state_writes[name] = [target.lineno, self.m.column(target.lineno, target.col_offset), t.code]
+                self.m.state_writes[name] = [*where, t.code]
                 return
+        if any_write:
+            self.m.state_writes[name] = where
 
     def _store(self, name: str, val: Val, weak: bool) -> None:
         if (weak or self.depth > 0) and name in self.env:
@@ -510,10 +530,10 @@ def _common_fields(items: list[Val] | None) -> dict[str, Val] | None:
     return fields
 
 
-def _rebound_and_aliases(func: ast.AST) -> tuple[frozenset[str], dict[str, str]]:
+def _rebound_and_aliases(func: ast.AST) -> tuple[frozenset[str], dict[str, tuple[str, int]]]:
     """Names the body assigns, and the names bound once to a part of another name's object
     (``x = p.setdefault(k, {})``, ``x = p[k]``, ``x = p.get(k)``, ``x = p.attr``): alias -> that
-    name. Read from the syntax once per function (cached on the node)."""
+    name and the binding's line. Read from the syntax once per function (cached on the node)."""
     found = getattr(func, "_promptlint_aliases", None)
     if found is not None:
         return found
@@ -536,7 +556,7 @@ def _rebound_and_aliases(func: ast.AST) -> tuple[frozenset[str], dict[str, str]]
         else:
             continue
         if isinstance(value, ast.Name):
-            out[stmt.targets[0].id] = value.id
+            out[stmt.targets[0].id] = (value.id, stmt.lineno)
     func._promptlint_aliases = found = (frozenset(stores), out)
     return found
 

@@ -92,6 +92,15 @@ class Val:
         """The same value with only the taints that satisfy ``predicate``."""
         return self.with_taints(tuple(t for t in self.taints if predicate(t)))
 
+    def keep_deep(self, predicate, depth: int = 0) -> "Val":
+        """``keep`` through the value's structure too: its items and its fields."""
+        if depth > 4 or (self.items is None and self.keys is None):
+            return self.keep(predicate)
+        return Val(tuple(t for t in self.taints if predicate(t)), self.origin, self.const,
+                   [v.keep_deep(predicate, depth + 1) for v in self.items] if self.items is not None else None,
+                   {k: v.keep_deep(predicate, depth + 1) for k, v in self.keys.items()} if self.keys is not None else None,
+                   self.func, self.node, self.template, self.sink_layer)
+
     def with_taints(self, taints) -> "Val":
         return Val(taints, self.origin, self.const, self.items, self.keys, self.func, self.node, self.template, self.sink_layer)
 
@@ -107,7 +116,17 @@ def join(a: Val | None, b: Val | None) -> Val:
         return a
     return Val(merge(a.taints, b.taints), a.origin if a.origin == b.origin else (a.origin or b.origin),
                a.const if a.const == b.const else None, a.items if a.items is b.items else (b.items or a.items),
-               a.keys if a.keys is b.keys else (b.keys or a.keys), a.func or b.func, a.node or b.node, a.template or b.template)
+               _join_keys(a.keys, b.keys), a.func or b.func, a.node or b.node, a.template or b.template)
+
+
+def _join_keys(a: dict | None, b: dict | None) -> dict | None:
+    """The fields of either object, field by field: ``return Result(result=x, duration=t)`` on
+    one path and ``Result(error=e)`` on another still give ``.result`` only what ``x`` carries."""
+    if a is b or b is None:
+        return a
+    if a is None:
+        return b
+    return {k: join(a.get(k), b.get(k)) for k in {**a, **b}}
 
 
 @dataclass
