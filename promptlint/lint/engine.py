@@ -234,27 +234,13 @@ def worker_count(jobs: int | None, files: int) -> int:
     return max(1, min(jobs or usable_cores(), usable_cores(), files // (PARALLEL_THRESHOLD // 2)))
 
 
-def deal(items: list, jobs: int, weight=lambda item: 1) -> list[list[list]]:
+def deal(items: list, jobs: int) -> list[list[list]]:
     """The batches each of ``jobs`` workers runs, in order: batches of neighbouring items (they
-    share helper modules), each given to the least loaded worker, heaviest first, so that the
-    workers finish together. A function of the items, their weights (file sizes) and the number
-    of workers only, never of timing."""
+    share helper modules), dealt round-robin so that every worker gets a share of each part of
+    the tree. A function of the items and the number of workers only."""
     size = max(1, len(items) // (jobs * CHUNKS_PER_JOB))
     batches = [items[i:i + size] for i in range(0, len(items), size)]
-    weights = [sum(weight(item) for item in batch) for batch in batches]
-    loads, shares = [0] * jobs, [[] for _ in range(jobs)]
-    for i in sorted(range(len(batches)), key=lambda i: (-weights[i], i)):
-        worker = min(range(jobs), key=lambda j: (loads[j], j))
-        shares[worker].append(i)
-        loads[worker] += weights[i]
-    return [[batches[i] for i in sorted(share)] for share in shares]
-
-
-def _file_size(item) -> int:
-    try:
-        return os.path.getsize(item if isinstance(item, str) else item[0])
-    except OSError:
-        return 0
+    return [batches[number::jobs] for number in range(jobs)]
 
 
 def _serve(conn, settings: Settings, roots: list[str], strict: bool) -> None:
@@ -315,7 +301,7 @@ class _Workers:
         if not self.processes:
             self._start()
         self.idle = False
-        for conn, batches in zip(self.conns, deal(items, self.jobs, _file_size)):
+        for conn, batches in zip(self.conns, deal(items, self.jobs)):
             conn.send((func, batches))
         from multiprocessing.connection import wait
 
