@@ -691,3 +691,26 @@ def ask(history):
     many = ", system=[" + ", ".join('{"type": "text", "text": "%d", "cache_control": {"type": "ephemeral"}}' % i
                                     for i in range(5)) + "]"
     assert [d.code for d in lint_source(source % many)] == ["PC606"]
+
+
+def test_a_placeholder_in_a_template_joined_from_pieces_is_reported_at_its_own_line():
+    source = '''from datetime import datetime
+
+from langchain_core.prompts import ChatPromptTemplate
+
+prompt = ChatPromptTemplate.from_messages([
+    (
+        "system",
+        "You are a helpful assistant.\\\\n"
+        "Be brief.\\\\n\\\\n"
+        "Current time: {now}\\\\n",
+    ),
+    ("placeholder", "{messages}"),
+])
+
+
+def reply(llm, messages):
+    return (prompt | llm).invoke({"messages": messages, "now": datetime.now().isoformat()})
+'''
+    [found] = lint_source(source)
+    assert (found.code, found.line) == ("PC101", 10)

@@ -231,3 +231,38 @@ def summarize(client, step):
     system = f"The last task ended: {outcome.reason}"
     return client.chat.completions.create(model="m", messages=[{"role": "system", "content": system}])
 ''') == []
+
+
+PER_CALL = '''import anthropic
+
+KB_TOOL = {"name": "kb", "description": "search the files", "input_schema": {"type": "object"}}
+
+
+class Agent:
+    def __init__(self, tools):
+        self.tools = tools
+        self.index = None
+
+    def register(self, tool):
+        self.tools.append(tool)
+
+    def reply(self, question):
+%s
+        return anthropic.Anthropic().messages.create(model="m", max_tokens=9, tools=%s,
+                                                     messages=[{"role": "user", "content": question}])
+'''
+
+
+def test_a_method_that_grows_its_objects_tool_list_sends_a_longer_list_each_call():
+    body = "        tools = self.tools\n        if self.index is not None:\n            tools.append(KB_TOOL)"
+    [found] = lint_source(PER_CALL % (body, "tools"))
+    assert found.code == "PC401" and "grows on each call of reply()" in found.trace[0].note
+
+
+@pytest.mark.parametrize("body, sent", [
+    ("        pass", "self.tools"),  # `register()` adds once, at set-up: not this call's growth
+    ("        self.tools = [KB_TOOL]\n        self.tools.append(KB_TOOL)", "self.tools"),  # reset per call
+    ("        if KB_TOOL not in self.tools:\n            self.tools.append(KB_TOOL)", "self.tools"),  # added once
+])
+def test_a_tool_list_set_up_once_or_rebuilt_per_call_does_not_grow(body, sent):
+    assert lint_source(PER_CALL % (body, sent)) == []

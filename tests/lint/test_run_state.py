@@ -244,3 +244,19 @@ def act(state, config):
     return {"messages": [config["configurable"]["llm"].invoke([system, *state["messages"]])]}
 ''')
     assert (found.code, found.trace[0].line) == ("PC401", 7)
+
+
+def test_a_one_shot_call_a_node_builds_from_state_has_no_conversation_to_break():
+    # The report writer sends the sections with a fixed instruction: no history follows them.
+    assert lint_source('''from langchain_core.messages import HumanMessage, SystemMessage
+
+
+def research(state, config):
+    return {"sections": config["configurable"]["search"](state["topic"])}
+
+
+def write_report(state, config):
+    system = SystemMessage(content=f"Write a report from these sections: {state['sections']}")
+    report = config["configurable"]["llm"].invoke([system, HumanMessage(content="Write the report.")])
+    return {"report": report.content}
+''') == []

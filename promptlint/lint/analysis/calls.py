@@ -422,6 +422,9 @@ class Calls:
         text = self.m.template_texts.get((where.line, where.column))
         if text is None:
             return None
+        end = self.m.template_ends.get((where.line, where.column), where.line)
+        if end - where.line != text.count("\n"):  # pieces joined over lines ("a\n" "b {x}"): read the source
+            return self._placeholder_step(where, name, self.m.lines[:end]) if name else None
         m = pattern.search(text)
         if not m:
             return None

@@ -39,6 +39,29 @@ def _is_last(node: ast.AST) -> bool:
         node.slice.op, ast.USub) and isinstance(node.slice.operand, ast.Constant) and node.slice.operand.value == 1
 
 
+_POSITION = re.compile(r"(?:[ijkn]|idx|index|pos|position|offset|num|count|start|end|\w*_(?:idx|index|pos|num))$")
+
+
+def _by_name(key_node: ast.AST, key: Val) -> bool:
+    """A subscript that picks by name (`d["sales"]`, `d[config.persona]`), not by position."""
+    if isinstance(key.const, str):
+        return True
+    name = key_node.attr if isinstance(key_node, ast.Attribute) else getattr(key_node, "id", None)
+    return key.const is None and isinstance(name, str) and not _POSITION.match(name.lower())
+
+
+def _state_key(node: ast.AST) -> str | None:
+    """The field `state["messages"]`, `state.messages` or `state.get("messages")` reads."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
+        node = ast.Subscript(node.func.value, node.args[0])
+    if not isinstance(getattr(node, "value", None), ast.Name) or node.value.id != "state":
+        return None
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    key = node.slice if isinstance(node, ast.Subscript) else None
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+
+
 def _lists_built(func: ast.AST) -> frozenset[str]:
     """Local names a function binds to an empty list, to fill it (cached on its node)."""
     found = getattr(func, "_promptlint_lists", None)
@@ -109,6 +132,7 @@ class Expressions:
             if "{" in node.value and val.template is None:
                 val.template = self.m.step(node, "template")
                 self.m.template_texts[(val.template.line, val.template.column)] = node.value
+                self.m.template_ends[(val.template.line, val.template.column)] = node.end_lineno or node.lineno
             val.taints = merge(taints)
         return val
 
@@ -302,7 +326,7 @@ class Expressions:
         if spec is None and isinstance(receiver, ast.Name) and receiver.id == "state":
             spec = self.m.catalog.source_state_fields.get(name)
             what = "graph state field"
-            if spec is None and self.graph_node and not self.m.catalog.source_newest_of.match(name):
+            if spec is None and self.graph_node and not self.m.catalog.source_newest_of.match(name) and self._converses():
                 # Another node of the graph may write it on each run: kept if one does (run_state.py).
                 return self._run_state_read(name, node, "graph state read on each node run")
         if spec is None:
@@ -313,6 +337,18 @@ class Expressions:
     @property
     def graph_node(self) -> bool:
         return self.ref is not None and graph_node(self.ref.node)
+
+    def _converses(self) -> bool:
+        """The node reads the conversation from its state (`state["messages"]`): what it puts ahead
+        of it is in the prefix of each request. A one-shot call built from state (a report writer,
+        a grader) has no conversation whose prefix it could break (cached on the node)."""
+        found = getattr(self.ref.node, "_promptlint_converses", None)
+        if found is None:
+            newest = self.m.catalog.source_newest_of
+            found = self.ref.node._promptlint_converses = any(
+                isinstance(n, (ast.Subscript, ast.Attribute, ast.Call)) and bool(newest.match(_state_key(n) or ""))
+                for n in ast.walk(self.ref.node))
+        return found
 
     def _built_here(self, node: ast.AST) -> bool:
         """A list this function starts empty and fills (`merged = []`): its last
@@ -364,6 +400,9 @@ class Expressions:
             taints = tuple(t for t in taints if not loops.mine(self.passes, t))
         if any(t.appended for t in taints):  # `self.messages[0].content`: the head, not what was appended later
             taints = tuple(t._replace(appended=False) for t in taints if key.const != 0 or not t.appended)
+        if _by_name(node.slice, key) and any(t.label == "unordered" for t in taints):
+            # `personas[config.persona]`: one value picked by its name; the mapping's order is not in it.
+            taints = tuple(t for t in taints if t.label != "unordered")
         # The key selects, it does not become the value: `cache[id(obj)]` is not an id.
         return Val(taints, node=node,
                    origin=f"{base.origin}[]" if base.origin else None, template=self._template_entry(base.template, key.const))

@@ -23,6 +23,7 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         self.param_sinks: list[ParamSink] = []
         self.loop_unordered: list[tuple[Taint, ...]] = []
         self.passes: list[loops.Pass] = []  # the loops being evaluated, outermost first (loops.py)
+        self.per_call_growth: set = set()  # sources of `self.tools.append(...)` taints given out in this call
         self.depth = 0  # > 0 inside branches/loops: assignments are weak updates
         self.params: list[str] = []
         self.sink_via: tuple | None = None  # (steps inside the callee, its sink step, dumped, label)

@@ -7,6 +7,9 @@ different stable layer. A name bound before the loop and grown inside it (``x +=
 ``x.append(...)``, ``x = x - 1``) is given a per-turn taint at the growing statement. The loop's
 second pass takes it to the sink; when the loop ends the taint is taken away again, because
 after the loop the value is simply what the loop built (``for s in sections: prompt += s``).
+
+The calls of a method are passes too: a list the object keeps and the method appends to before
+sending it (``tools = self.tools; tools.append(kb_tool)``) is one longer on each call (``per_call``).
 """
 
 from __future__ import annotations
@@ -160,3 +163,42 @@ def _bound_afresh(loop: ast.AST, body: list[ast.stmt]) -> frozenset[str]:
             elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and stmt is target:
                 out.add(n.id)
     return frozenset(out)
+
+
+def per_call(ref, name: str | None, node: ast.AST, module, given: set) -> tuple[Taint, ...]:
+    """``tools = self.tools; tools.append(kb_tool)`` in a function run per request: the object
+    keeps what was added, so each call's list is one longer. The taint is followed within this
+    call only (``given`` keeps it out of the object's attribute): a method that registers a tool
+    once is set-up. Not when the call resets the attribute (``self.parts = []``) or tests
+    membership first (``if tool.name in names: continue``)."""
+    if not name:
+        return ()
+    func = ref.node
+    attr = name[5:] if name.startswith("self.") and name.count(".") == 1 else _attribute_facts(func)[0].get(name)
+    if attr is None or f"self.{attr}" in _attribute_facts(func)[1] or _attribute_facts(func)[2]:
+        return ()
+    step = module.step(node, f"grows on each call of {ref.qualname.rsplit('.', 1)[-1]}(): `{module.snippet(node, 50)}`")
+    given.add((step.path, step.line, step.column))
+    return (Taint(CODE, "volatile", (step,)),)
+
+
+def _attribute_facts(func: ast.AST) -> tuple[dict[str, str], frozenset[str], bool]:
+    found = getattr(func, "_promptlint_attrs", None)
+    if found is None:
+        aliases, assigned, stores, tests = {}, set(), {}, False
+        for n in ast.walk(func):
+            if isinstance(n, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in n.ops):
+                tests = True
+            if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                    if isinstance(t, ast.Name):
+                        stores[t.id] = stores.get(t.id, 0) + 1
+                        value = n.value
+                        if (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)
+                                and value.value.id == "self"):
+                            aliases[t.id] = value.attr
+                    elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                        assigned.add(f"self.{t.attr}")
+        found = func._promptlint_attrs = ({k: v for k, v in aliases.items() if stores.get(k) == 1}, frozenset(assigned), tests)
+    return found
+

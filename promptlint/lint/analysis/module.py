@@ -48,6 +48,7 @@ class ModuleAnalysis:
         self._emitted: set[tuple] = set()
         self._globals_ready = False
         self.template_texts: dict[tuple[int, int], str] = {}  # string constants used as templates
+        self.template_ends: dict[tuple[int, int], int] = {}  # the same constants' last source line
         self._collect_names()
 
     # ------------------------------------------------------------------ names

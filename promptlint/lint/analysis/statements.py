@@ -301,11 +301,13 @@ class Statements:
         self.loop_depth -= 1
 
     def grown(self, name: str | None, node: ast.AST, *added: Val) -> tuple[Taint, ...]:
-        """The per-turn taint of ``name`` grown at ``node`` in a loop that carries it (loops.py);
-        none when what is added is a conversation's message (the history grows by design)."""
-        if not self.passes or loops.history(*added):
+        """The per-turn taint of ``name`` grown at ``node`` in a loop that carries it (loops.py),
+        or in a method that grows its object's list on each call; none when what is added is a
+        conversation's message (the history grows by design)."""
+        if loops.history(*added):
             return ()
-        return loops.carried(self.passes, name, node, self.m)
+        return (self.passes and loops.carried(self.passes, name, node, self.m)) or (
+            () if self.frozen or self.ref is None else loops.per_call(self.ref, name, node, self.m, self.per_call_growth))
 
     def _leave_loop(self) -> None:
         frame = self.passes.pop()
@@ -476,7 +478,9 @@ class Statements:
             return
         self.env[name] = val if name not in self.env or self.depth == 0 else join(self.env[name], val)
         if self.cls is not None and name.startswith("self.") and name.count(".") == 1:
-            self.cls.attrs[name[5:]] = self.env[name]
+            grew = self.per_call_growth  # what this call added stays with this call (_grown_per_call)
+            self.cls.attrs[name[5:]] = self.env[name].keep_deep(
+                lambda t: not t.steps or (t.steps[0].path, t.steps[0].line, t.steps[0].column) not in grew) if grew else self.env[name]
 
 
 def _unset_test(test: ast.AST) -> str | None:
