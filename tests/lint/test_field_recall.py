@@ -393,3 +393,27 @@ def request_data(messages):
             system_prompt += message["content"]
     return {"messages": [], "system": system_prompt}
 ''') == []
+
+
+@pytest.mark.parametrize("run", [
+    "executor.submit(now_line, 'UTC').result()",
+    "await asyncio.to_thread(now_line, 'UTC')",
+    "await asyncio.get_running_loop().run_in_executor(None, now_line, 'UTC')",
+])
+def test_a_function_handed_to_a_pool_or_a_thread_is_the_call_it_makes(run):
+    source = f'''import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+
+executor = ThreadPoolExecutor()
+
+
+def now_line(zone):
+    return f"Now ({{zone}}): {{datetime.now().isoformat()}}"
+
+
+async def reply(client, messages):
+    system = {run}
+    return client.messages.create(model="m", max_tokens=9, system=system, messages=messages)
+'''
+    assert [code for _, code in found(source)] == ["PC101"]
