@@ -15,6 +15,7 @@ written somewhere in the linted tree, and its trace then starts at that write.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import replace
 
@@ -43,6 +44,18 @@ def graph_node(func) -> bool:
     each turn; it reads what other nodes wrote and returns the fields it updates."""
     args = [a.arg for a in func.args.args if a.arg not in ("self", "cls")] if hasattr(func, "args") else []
     return bool(args) and args[0] == "state"
+
+
+def state_key(node: ast.AST) -> str | None:
+    """The field `state["messages"]`, `state.messages` or `state.get("messages")` reads."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
+        node = ast.Subscript(node.func.value, node.args[0])
+    if not isinstance(getattr(node, "value", None), ast.Name) or node.value.id != "state":
+        return None
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    key = node.slice if isinstance(node, ast.Subscript) else None
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
 
 
 def state_receiver(text: str) -> bool:

@@ -260,3 +260,24 @@ def write_report(state, config):
     report = config["configurable"]["llm"].invoke([system, HumanMessage(content="Write the report.")])
     return {"report": report.content}
 ''') == []
+
+
+def test_a_node_that_hands_a_field_back_unchanged_is_not_its_write():
+    source = '''from langchain_core.messages import SystemMessage
+
+
+def route(state, config):
+    return {"summary": state.get("summary", ""), "next": "agent"}
+
+
+def agent(state, config):
+    system = SystemMessage(content=f"Summary of the conversation so far: {state['summary']}")
+    return {"messages": [config["configurable"]["llm"].invoke([system, *state["messages"]])]}
+
+
+def summarize(state, config):
+    text = config["configurable"]["llm"].invoke(state["messages"]).content
+    return {"summary": text}
+'''
+    [found] = lint_source(source)
+    assert found.code == "PC401" and found.trace[0].line == 15  # the rewrite, not the hand-back

@@ -10,7 +10,7 @@ from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.values import EMPTY, HISTORY, RUN_STATE, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join, merge
 from promptlint.lint.analysis.sinks import _role
 from promptlint.lint.diagnostic import Fix, TraceStep
-from promptlint.lint.run_state import graph_node
+from promptlint.lint.run_state import graph_node, state_key
 
 _BUILTINS = frozenset(dir(builtins))
 _TURN_TEXT_ATTRS = {"text", "content", "message", "messages", "query", "input", "prompt", "body", "question"}
@@ -48,18 +48,6 @@ def _by_name(key_node: ast.AST, key: Val) -> bool:
         return True
     name = key_node.attr if isinstance(key_node, ast.Attribute) else getattr(key_node, "id", None)
     return key.const is None and isinstance(name, str) and not _POSITION.match(name.lower())
-
-
-def _state_key(node: ast.AST) -> str | None:
-    """The field `state["messages"]`, `state.messages` or `state.get("messages")` reads."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
-        node = ast.Subscript(node.func.value, node.args[0])
-    if not isinstance(getattr(node, "value", None), ast.Name) or node.value.id != "state":
-        return None
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    key = node.slice if isinstance(node, ast.Subscript) else None
-    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
 
 
 def _lists_built(func: ast.AST) -> frozenset[str]:
@@ -346,7 +334,7 @@ class Expressions:
         if found is None:
             newest = self.m.catalog.source_newest_of
             found = self.ref.node._promptlint_converses = any(
-                isinstance(n, (ast.Subscript, ast.Attribute, ast.Call)) and bool(newest.match(_state_key(n) or ""))
+                isinstance(n, (ast.Subscript, ast.Attribute, ast.Call)) and bool(newest.match(state_key(n) or ""))
                 for n in ast.walk(self.ref.node))
         return found
 

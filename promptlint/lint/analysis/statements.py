@@ -9,7 +9,7 @@ from collections import Counter
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, is_system_message
 from promptlint.lint.analysis.values import RUN_STATE, FunctionRef, Summary, Taint, Val, frozen_ok, join, merge
-from promptlint.lint.run_state import state_receiver
+from promptlint.lint.run_state import state_key, state_receiver
 
 _ROLE_WORDS = {"system", "developer", "SYSTEM", "DEVELOPER"}
 
@@ -440,8 +440,8 @@ class Statements:
         if isinstance(value, ast.Call) and getattr(value.func, "id", getattr(value.func, "attr", "")) == "Command":
             value, val = next((k.value for k in value.keywords if k.arg == "update"), None), (val.keys or {}).get("update", val)
         if isinstance(value, ast.Dict) and val.keys:
-            for key in value.keys:
-                if isinstance(key, ast.Constant) and key.value in val.keys:
+            for key, field in zip(value.keys, value.values):  # not a field handed back as it was
+                if isinstance(key, ast.Constant) and key.value in val.keys and state_key(field) != key.value:
                     self._note_state_write(key, key.value, val.keys[key.value], any_write=True)
 
     def _note_state_write(self, target: ast.AST, name, val: Val, any_write: bool = False) -> None:
