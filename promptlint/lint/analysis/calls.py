@@ -412,19 +412,19 @@ class Calls:
 
     def _placeholder_step(self, where: TraceStep, name: str, text_lines: list[str] | None) -> TraceStep | None:
         pattern = re.compile(r"\{\{?\s*%s\s*[}|!:.\[]|\$\{?%s\b" % (re.escape(name), re.escape(name)))
+        if text_lines is None:  # a constant of this module: its text, or its source lines if joined from pieces
+            text = self.m.template_texts.get((where.line, where.column))
+            if text is None:
+                return None
+            end = self.m.template_ends.get((where.line, where.column), where.line)
+            if end - where.line != text.count("\n"):
+                text_lines = self.m.lines[:end]
         if text_lines is not None:
             for i, line in enumerate(text_lines[where.line - 1:], where.line):
                 m = pattern.search(line)
                 if m:
                     return TraceStep(where.path, i, m.start() + 1, f"placeholder `{{{name}}}` in template")
             return None
-        # A string constant of this module: search its own text.
-        text = self.m.template_texts.get((where.line, where.column))
-        if text is None:
-            return None
-        end = self.m.template_ends.get((where.line, where.column), where.line)
-        if end - where.line != text.count("\n"):  # pieces joined over lines ("a\n" "b {x}"): read the source
-            return self._placeholder_step(where, name, self.m.lines[:end]) if name else None
         m = pattern.search(text)
         if not m:
             return None

@@ -50,18 +50,6 @@ def _by_name(key_node: ast.AST, key: Val) -> bool:
     return key.const is None and isinstance(name, str) and not _POSITION.match(name.lower())
 
 
-def _lists_built(func: ast.AST) -> frozenset[str]:
-    """Local names a function binds to an empty list, to fill it (cached on its node)."""
-    found = getattr(func, "_promptlint_lists", None)
-    if found is None:
-        found = frozenset(
-            target.id for n in ast.walk(func) if isinstance(n, (ast.Assign, ast.AnnAssign))
-            and isinstance(n.value, ast.List) and not n.value.elts
-            for target in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(target, ast.Name))
-        func._promptlint_lists = found
-    return found
-
-
 def _list_name(node: ast.AST) -> str | None:
     """The name a list is known by: ``messages``, ``self.history``, ``state["messages"]``."""
     if isinstance(node, ast.Name):
@@ -341,7 +329,7 @@ class Expressions:
     def _built_here(self, node: ast.AST) -> bool:
         """A list this function starts empty and fills (`merged = []`): its last
         element is the one added last here, not the conversation's newest message."""
-        return isinstance(node, ast.Name) and self.ref is not None and node.id in _lists_built(self.ref.node)
+        return isinstance(node, ast.Name) and self.ref is not None and node.id in loops.bindings(self.ref.node).empty_lists
 
     def element_of(self, iterable: ast.AST, element: Val) -> Val:
         """An element of a list named for a conversation's history (`for m in messages`). A list

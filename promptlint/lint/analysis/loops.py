@@ -15,7 +15,9 @@ sending it (``tools = self.tools; tools.append(kb_tool)``) is one longer on each
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from promptlint.lint.analysis.values import Taint, Val
 
@@ -52,8 +54,9 @@ def carried(passes: list[Pass], name: str | None, node: ast.AST, module) -> tupl
         if name in frame.before and name.split(".")[0] not in frame.reset:
             step = module.step(node, f"changes on each pass of the loop at line {frame.node.lineno}: "
                                      f"`{module.snippet(node, 50)}`")
-            frame.sources.add((step.path, step.line, step.column))
-            return (Taint(CODE, "volatile", (step,)),)
+            taint = Taint(CODE, "volatile", (step,))
+            frame.sources.add(origin(taint))
+            return (taint,)
     return ()
 
 
@@ -70,11 +73,15 @@ def sends(passes: list[Pass], taint: Taint) -> bool:
     return giver is not None and giver.sends
 
 
-def _giver(passes: list[Pass], taint: Taint) -> Pass | None:
+def origin(taint: Taint) -> tuple | None:
+    """Where a taint was given out: (path, line, column) of its first step."""
     first = taint.steps[0] if taint.steps else None
-    if first is None:
-        return None
-    return next((f for f in passes if (first.path, first.line, first.column) in f.sources), None)
+    return None if first is None else (first.path, first.line, first.column)
+
+
+def _giver(passes: list[Pass], taint: Taint) -> Pass | None:
+    where = origin(taint)
+    return None if where is None else next((f for f in passes if where in f.sources), None)
 
 
 def leave(frame: Pass, values: dict) -> None:
@@ -173,32 +180,60 @@ def per_call(ref, name: str | None, node: ast.AST, module, given: set) -> tuple[
     membership first (``if tool.name in names: continue``)."""
     if not name:
         return ()
-    func = ref.node
-    attr = name[5:] if name.startswith("self.") and name.count(".") == 1 else _attribute_facts(func)[0].get(name)
-    if attr is None or f"self.{attr}" in _attribute_facts(func)[1] or _attribute_facts(func)[2]:
+    facts = bindings(ref.node)
+    base, _, attr = facts.aliases.get(name, (None, 0, None))
+    attr = name[5:] if name.startswith("self.") and name.count(".") == 1 else attr if base == "self" else None
+    if attr is None or f"self.{attr}" in facts.self_attrs or facts.tests_membership:
         return ()
-    step = module.step(node, f"grows on each call of {ref.qualname.rsplit('.', 1)[-1]}(): `{module.snippet(node, 50)}`")
-    given.add((step.path, step.line, step.column))
-    return (Taint(CODE, "volatile", (step,)),)
+    taint = Taint(CODE, "volatile", (module.step(
+        node, f"grows on each call of {ref.qualname.rsplit('.', 1)[-1]}(): `{module.snippet(node, 50)}`"),))
+    given.add(origin(taint))
+    return (taint,)
 
 
-def _attribute_facts(func: ast.AST) -> tuple[dict[str, str], frozenset[str], bool]:
-    found = getattr(func, "_promptlint_attrs", None)
-    if found is None:
-        aliases, assigned, stores, tests = {}, set(), {}, False
-        for n in ast.walk(func):
-            if isinstance(n, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in n.ops):
-                tests = True
-            if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
-                    if isinstance(t, ast.Name):
-                        stores[t.id] = stores.get(t.id, 0) + 1
-                        value = n.value
-                        if (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)
-                                and value.value.id == "self"):
-                            aliases[t.id] = value.attr
-                    elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                        assigned.add(f"self.{t.attr}")
-        found = func._promptlint_attrs = ({k: v for k, v in aliases.items() if stores.get(k) == 1}, frozenset(assigned), tests)
+class Bindings(NamedTuple):
+    """What a function's syntax binds, read once per function (cached on its node)."""
+
+    rebound: frozenset[str]  # every name it stores to
+    #: names bound once to a part of another name's object (``x = p.setdefault(k, {})``,
+    #: ``x = p[k]``, ``x = p.get(k)``, ``x = p.attr``) -> (that name, the line, ``attr`` or None)
+    aliases: dict[str, tuple[str, int, str | None]]
+    empty_lists: frozenset[str]  # names bound to ``[]``, to be filled here
+    self_attrs: frozenset[str]  # ``self.x`` names it assigns
+    tests_membership: bool  # it tests ``in`` / ``not in`` somewhere
+
+
+def bindings(func: ast.AST) -> Bindings:
+    found = getattr(func, "_promptlint_bindings", None)
+    if found is not None:
+        return found
+    stores: Counter = Counter()
+    singles, empty, attrs, tests = [], set(), set(), False
+    for n in ast.walk(func):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            stores[n.id] += 1
+        elif isinstance(n, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in n.ops):
+            tests = True
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            if isinstance(n, ast.Assign) and len(targets) == 1 and isinstance(targets[0], ast.Name):
+                singles.append(n)
+            if not isinstance(n, ast.AugAssign) and isinstance(n.value, ast.List) and not n.value.elts:
+                empty.update(t.id for t in targets if isinstance(t, ast.Name))
+            attrs.update(f"self.{t.attr}" for t in targets
+                         if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self")
+    aliases = {}
+    for stmt in singles:
+        value, attr = stmt.value, None
+        if stores[stmt.targets[0].id] != 1:
+            continue
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("setdefault", "get"):
+            value = value.func.value
+        elif isinstance(value, (ast.Subscript, ast.Attribute)):
+            attr, value = getattr(value, "attr", None), value.value
+        else:
+            continue
+        if isinstance(value, ast.Name):
+            aliases[stmt.targets[0].id] = (value.id, stmt.lineno, attr)
+    func._promptlint_bindings = found = Bindings(frozenset(stores), aliases, frozenset(empty), frozenset(attrs), tests)
     return found
-

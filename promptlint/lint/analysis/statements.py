@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import re
-from collections import Counter
 
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, is_system_message
@@ -126,7 +125,7 @@ class Statements:
         the caller's argument holds them after the call. A name the body rebinds is not the argument."""
         if not any(t.param < 0 for v in self.env.values() for t in v.taints):
             return {}  # nothing real was computed here: nothing written (and no syntax walk)
-        rebound, aliases = _rebound_and_aliases(node)
+        rebound, aliases = loops.bindings(node)[:2]
         writes = {}
         for i, name in enumerate(self.params):
             val = self.env.get(name)
@@ -135,7 +134,7 @@ class Statements:
             # `data = context.setdefault("recipient", {})`: writes into `data` are writes into `context`;
             # what the alias read from the object at its binding (`usage = response.usage`) is not.
             held = merge(val.taints, *(tuple(t for t in self.env[a].taints if not t.steps or t.steps[0].line != line)
-                                       for a, (p, line) in aliases.items() if p == name and a in self.env))
+                                       for a, (p, line, _) in aliases.items() if p == name and a in self.env))
             new = tuple(t for t in held if t.param < 0 and t not in given[name])
             if new:
                 step = self.m.step(node, f"written into `{name}` by {getattr(node, 'name', 'lambda')}()")
@@ -478,9 +477,9 @@ class Statements:
             return
         self.env[name] = val if name not in self.env or self.depth == 0 else join(self.env[name], val)
         if self.cls is not None and name.startswith("self.") and name.count(".") == 1:
-            grew = self.per_call_growth  # what this call added stays with this call (_grown_per_call)
+            grew = self.per_call_growth  # what this call added stays with this call (loops.per_call)
             self.cls.attrs[name[5:]] = self.env[name].keep_deep(
-                lambda t: not t.steps or (t.steps[0].path, t.steps[0].line, t.steps[0].column) not in grew) if grew else self.env[name]
+                lambda t: loops.origin(t) not in grew) if grew else self.env[name]
 
 
 def _unset_test(test: ast.AST) -> str | None:
@@ -534,38 +533,6 @@ def _common_fields(items: list[Val] | None) -> dict[str, Val] | None:
     return fields
 
 
-def _rebound_and_aliases(func: ast.AST) -> tuple[frozenset[str], dict[str, tuple[str, int]]]:
-    """Names the body assigns, and the names bound once to a part of another name's object
-    (``x = p.setdefault(k, {})``, ``x = p[k]``, ``x = p.get(k)``, ``x = p.attr``): alias -> that
-    name and the binding's line. Read from the syntax once per function (cached on the node)."""
-    found = getattr(func, "_promptlint_aliases", None)
-    if found is not None:
-        return found
-    stores: Counter = Counter()
-    assigns = []
-    for n in ast.walk(func):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            stores[n.id] += 1
-        elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
-            assigns.append(n)
-    out = {}
-    for stmt in assigns:
-        if stores[stmt.targets[0].id] != 1:
-            continue
-        value = stmt.value
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("setdefault", "get"):
-            value = value.func.value
-        elif isinstance(value, (ast.Subscript, ast.Attribute)):
-            value = value.value
-        else:
-            continue
-        if isinstance(value, ast.Name):
-            out[stmt.targets[0].id] = (value.id, stmt.lineno)
-    func._promptlint_aliases = found = (frozenset(stores), out)
-    return found
-
-
-#: Annotations under which a per-turn parameter is (or holds) text.
 _TEXT_TYPES = {"str", "Any", "object", "list", "List", "Sequence", "Iterable", "dict", "Dict", "Mapping", "tuple",
                "Tuple", "bytes"}
 
