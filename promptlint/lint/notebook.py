@@ -54,9 +54,10 @@ def notebook_source(raw: bytes) -> str:
         code = _cell_python(lines) if lines and _python_cell(cell) else None
         if code is None:
             continue
-        first = starts[index] + 1 if aligned else len(out)  # 0-based line of the first element
-        if aligned and _SOURCE_KEY.match(raw_lines[starts[index]]).group(1) and not _listed_at(raw_lines, first, lines):
-            first = starts[index]  # not one element per line: from the "source" line on
+        first = len(out)  # 0-based line of the cell's first code line
+        if aligned:  # one element per line after `"source": [`; otherwise from the "source" line on
+            listed = _SOURCE_KEY.match(raw_lines[starts[index]]).group(1)
+            first = starts[index] + 1 if listed and _listed_at(raw_lines, starts[index] + 1, lines) else starts[index]
         first = max(first, len(out))
         out.extend([""] * (first - len(out)))
         out.extend(code)
