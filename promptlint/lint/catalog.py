@@ -265,6 +265,8 @@ class Catalog:
     def compile(self) -> "Catalog":
         """Build the lookup tables once all files are loaded."""
         self.source_calls = PatternTable([(p, s) for s in self.sources for p in s.calls])
+        #: set displays and comprehensions are sources when `set()` is (rules/optional/ordering.yaml)
+        self.set_order = next((s for s in self.sources if "builtins.set" in s.calls), None)
         self.source_attrs = PatternTable([(p, s) for s in self.sources for p in s.attributes])
         self.source_methods = {m: s for s in self.sources for m in s.methods if not any(c in m for c in "*?[")}
         self.source_method_globs = PatternTable([(m, s) for s in self.sources for m in s.methods if any(c in m for c in "*?[")])

@@ -76,6 +76,23 @@ def _section(path: str, data: dict) -> dict | None:
     return data
 
 
+#: A ``rule-files`` entry naming a bundled opt-in file: ``optional:ordering`` is
+#: ``rules/optional/ordering.yaml`` wherever promptlint is installed.
+OPTIONAL_PREFIX = "optional:"
+
+
+def _bundled_optional(where: str, name: str) -> str:
+    from promptlint.lint.catalog import rules_dir
+
+    folder = rules_dir() / "optional"
+    stem = name[len(OPTIONAL_PREFIX):]
+    known = sorted(p.stem for p in folder.glob("*.yaml"))
+    if stem not in known:
+        raise ConfigError(f"{where}: 'rule-files' entry {name!r} is not a bundled opt-in file "
+                          f"(known: {', '.join(OPTIONAL_PREFIX + k for k in known)})")
+    return str(folder / f"{stem}.yaml")
+
+
 def find_config(start: str) -> tuple[str, dict] | None:
     """The closest config file at or above ``start`` and its promptlint table."""
     directory = os.path.abspath(start)
@@ -151,7 +168,7 @@ def _parse_table(where: str, table: dict, base: str) -> dict:
         elif key == "rule-files":
             resolved = []
             for name in checked:
-                path = os.path.normpath(os.path.join(base, name))
+                path = _bundled_optional(where, name) if name.startswith(OPTIONAL_PREFIX) else os.path.normpath(os.path.join(base, name))
                 if not os.path.isfile(path):
                     raise ConfigError(f"{where}: 'rule-files' entry {name!r} not found (looked at {path})")
                 resolved.append(path)

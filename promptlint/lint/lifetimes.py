@@ -20,6 +20,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from promptlint.lint.guards import first_pass
 from promptlint.lint.source import parse_python
 
 #: Methods that run once per object: what they compute is frozen for the object's life.
@@ -68,6 +69,7 @@ class _Def:
 class _Ref:
     caller: _Def | None  # None: module-level code
     in_loop: bool
+    guarded: bool = False  # in a branch that runs once per object (`if self._chat is None:`)
 
 
 def _def_of(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> _Def:
@@ -79,22 +81,26 @@ def _def_of(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> _Def:
     return _Def(getattr(node, "name", None), not plain, required)
 
 
-def _locate(tree: ast.AST, line: int) -> tuple[_Def | None, bool]:
-    """The innermost function holding ``line``, and whether ``line`` is in a loop of that function
-    (or of module code). Descends only along the nodes that span the line."""
-    node, func, loop = tree, None, False
+def _locate(tree: ast.AST, line: int) -> tuple[_Def | None, bool, bool]:
+    """The innermost function holding ``line``, whether ``line`` is in a loop of that function
+    (or of module code), and whether it is in a branch of it that runs once per object
+    (``guards.first_pass``). Descends only along the nodes that span the line."""
+    node, func, loop, guarded = tree, None, False, False
     while True:
         for child in ast.iter_child_nodes(node):
             first = getattr(child, "lineno", None)
             if first is not None and first <= line <= (getattr(child, "end_lineno", None) or first):
                 break
         else:
-            return func, loop
+            return func, loop, guarded
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            func, loop = _def_of(child), False
+            func, loop, guarded = _def_of(child), False, False
         elif isinstance(child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.While)) or (
                 isinstance(child, (ast.For, ast.AsyncFor)) and line > child.lineno):
             loop = True
+        elif (isinstance(child, ast.If) and child.body and child.body[0].lineno <= line <= child.body[-1].end_lineno
+              and first_pass(child)):
+            guarded = True
         node = child
 
 
@@ -127,7 +133,7 @@ class Lifetimes:
             return False  # (a framework option is its own source: the framework adds the value per run)
         source = d.trace[0]
         tree = self._tree(source.path)
-        func, in_loop = _locate(tree, source.line) if tree is not None else (None, False)
+        func, in_loop, _ = _locate(tree, source.line) if tree is not None else (None, False, False)
         if func is None or func.name is None or in_loop:
             return False
         if not self._runs_once(func, 0):
@@ -140,7 +146,7 @@ class Lifetimes:
         tree = self._tree(sink.path)
         if tree is None:
             return False
-        where, in_loop = _locate(tree, sink.line)
+        where, in_loop, _ = _locate(tree, sink.line)
         if where is None:
             return in_loop
         return in_loop or where.name is None or not self._runs_once(where, 0)
@@ -158,7 +164,7 @@ class Lifetimes:
         self._once[name] = False  # a cycle proves nothing
         refs = self._references(name)
         once = bool(refs) and all(
-            not r.in_loop and (r.caller is None or (r.caller.name is not None and self._runs_once(r.caller, depth + 1)))
+            r.guarded or not r.in_loop and (r.caller is None or (r.caller.name is not None and self._runs_once(r.caller, depth + 1)))
             for r in refs)
         self._once[name] = once
         return once

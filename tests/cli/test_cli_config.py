@@ -134,3 +134,33 @@ def test_per_file_ignores_match_paths_relative_to_the_root(tmp_path):
     assert not is_selected("PC101", str(tmp_path / "tests" / "deep" / "test_a.py"), settings)
     assert is_selected("PC101", str(tmp_path / "app" / "a.py"), settings)
     assert is_selected("PC501", str(tmp_path / "tests" / "test_a.py"), settings)
+
+
+def test_an_optional_entry_names_a_bundled_opt_in_rule_file(tmp_path):
+    from promptlint.lint.catalog import rules_dir
+
+    write_pyproject(tmp_path, '[tool.promptlint]\nrule-files = ["optional:ordering", "optional:host"]\n')
+    assert load_settings([str(tmp_path)]).rule_files == (
+        str(rules_dir() / "optional" / "ordering.yaml"), str(rules_dir() / "optional" / "host.yaml"))
+
+
+def test_an_unknown_optional_entry_is_a_config_error_listing_the_bundled_ones(tmp_path):
+    write_pyproject(tmp_path, '[tool.promptlint]\nrule-files = ["optional:orderings"]\n')
+    with pytest.raises(ConfigError) as raised:
+        load_settings([str(tmp_path)])
+    message = str(raised.value)
+    assert "'optional:orderings' is not a bundled opt-in file" in message
+    assert "optional:environment, optional:host, optional:ordering" in message
+
+
+def test_orderings_are_sources_only_when_opted_in(tmp_path):
+    from promptlint.lint.engine import lint_source
+
+    source = '''TOOLS = {"search", "open"}
+
+def system_prompt():
+    return "Tools: " + ", ".join(TOOLS)
+'''
+    write_pyproject(tmp_path, '[tool.promptlint]\nrule-files = ["optional:ordering"]\n')
+    assert [d.code for d in lint_source(source)] == []
+    assert [d.code for d in lint_source(source, settings=load_settings([str(tmp_path)]))] == ["PC501"]

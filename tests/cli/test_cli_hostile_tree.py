@@ -13,6 +13,7 @@ import textwrap
 import pytest
 
 from tests.cli.test_cli_lint_command import LEAK, UNORDERED, promptlint
+from tests.lint.opt_in import ORDERING_PYPROJECT
 
 needs_symlinks = pytest.mark.skipif(not hasattr(os, "symlink") or os.name == "nt", reason="needs POSIX symlinks")
 posix_only = pytest.mark.skipif(os.name != "posix", reason="POSIX file types and modes")
@@ -100,6 +101,7 @@ def test_output_file_in_a_missing_folder_is_one_error_line(project):
 # ------------------------------------------------------------------------------- --fix
 @pytest.fixture()
 def unordered(project):
+    (project / "pyproject.toml").write_text(ORDERING_PYPROJECT, encoding="utf-8")
     (project / "agent.py").write_text(UNORDERED, encoding="utf-8")
     return project / "agent.py"
 
@@ -117,6 +119,7 @@ def test_fix_leaves_a_read_only_file_alone_and_says_so(unordered):
 @needs_symlinks
 def test_fix_edits_the_target_of_a_symlink_and_keeps_the_link(project):
     pytest.importorskip("promptlint.lint.fix")
+    (project / "pyproject.toml").write_text(ORDERING_PYPROJECT, encoding="utf-8")
     (project / "agent.py").unlink()
     (project / "real").mkdir()
     (project / "real" / "impl.py").write_text(UNORDERED, encoding="utf-8")
@@ -132,7 +135,7 @@ def test_fix_refuses_a_symlink_that_leads_out_of_the_given_paths(tmp_path):
     pytest.importorskip("promptlint.lint.fix")
     tree, outside = tmp_path / "tree", tmp_path / "outside"
     tree.mkdir(), outside.mkdir()
-    (tree / "pyproject.toml").write_text("[tool.promptlint]\n")
+    (tree / "pyproject.toml").write_text(ORDERING_PYPROJECT)
     (outside / "impl.py").write_text(UNORDERED, encoding="utf-8")
     (tree / "agent.py").symlink_to(outside / "impl.py")
     result = promptlint("lint", "--no-cache", "--fix", ".", cwd=tree)
@@ -180,7 +183,7 @@ CALLER = textwrap.dedent('''\
 
 @pytest.fixture()
 def helper_in_src(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.promptlint]\nsrc = ["lib"]\n')
+    (tmp_path / "pyproject.toml").write_text(ORDERING_PYPROJECT + 'src = ["lib"]\n')
     (tmp_path / "app").mkdir(), (tmp_path / "lib").mkdir()
     (tmp_path / "app" / "agent.py").write_text(CALLER, encoding="utf-8")
     (tmp_path / "lib" / "helpers.py").write_text(HELPER, encoding="utf-8")

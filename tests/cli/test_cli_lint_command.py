@@ -10,6 +10,8 @@ import textwrap
 
 import pytest
 
+from tests.lint.opt_in import ORDERING_PYPROJECT
+
 LEAK = textwrap.dedent('''\
     import datetime
 
@@ -192,6 +194,7 @@ def test_explain_unknown_code_exits_2_and_suggests_close_codes(project):
 
 def test_diff_shows_the_fix_and_changes_nothing(project):
     pytest.importorskip("promptlint.lint.fix")
+    (project / "pyproject.toml").write_text(ORDERING_PYPROJECT, encoding="utf-8")
     (project / "agent.py").write_text(UNORDERED, encoding="utf-8")
     result = promptlint("lint", "--no-cache", "--diff", cwd=project)
     assert result.returncode == 1
@@ -201,6 +204,7 @@ def test_diff_shows_the_fix_and_changes_nothing(project):
 
 def test_fix_rewrites_the_file_and_exits_0_when_nothing_remains(project):
     pytest.importorskip("promptlint.lint.fix")
+    (project / "pyproject.toml").write_text(ORDERING_PYPROJECT, encoding="utf-8")
     (project / "agent.py").write_text(UNORDERED, encoding="utf-8")
     result = promptlint("lint", "--no-cache", "--fix", cwd=project)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -8,6 +8,7 @@ from promptlint.lint.catalog import load_rule_docs
 from promptlint.lint.engine import lint_source
 from promptlint.lint.fix import FixError, fix_source
 from promptlint.lint.diagnostic import Fix
+from tests.lint.opt_in import ORDERING
 
 
 def wrap(line, col, end_line, end_col):
@@ -239,7 +240,7 @@ client.messages.create(model="m", max_tokens=1, system=json.dumps(
 
 
 def safe_fixes(src: str) -> list[Fix]:
-    return [d.fix for d in lint_source(src) if d.fix is not None and d.fix.safe]
+    return [d.fix for d in lint_source(src, settings=ORDERING) if d.fix is not None and d.fix.safe]
 
 
 @pytest.mark.parametrize("name", sorted(LEAKS))
@@ -249,7 +250,7 @@ def test_engine_fixes_clear_the_finding_and_a_second_round_changes_nothing(name)
     assert fixes, f"the engine offers no safe fix for {name}"
     fixed = fix_source(src, fixes)
     assert fixed != src
-    assert [d.code for d in lint_source(fixed) if d.code in ("PC501", "PC502")] == []
+    assert [d.code for d in lint_source(fixed, settings=ORDERING) if d.code in ("PC501", "PC502")] == []
     assert fix_source(fixed, safe_fixes(fixed)) == fixed
 
 
@@ -257,12 +258,12 @@ def test_engine_fixes_clear_the_finding_and_a_second_round_changes_nothing(name)
 def test_engine_fixes_make_the_rule_examples_lint_clean(code):
     doc = load_rule_docs()[code]
     for src in (doc.example, *doc.invalid):
-        found = lint_source(src)
+        found = lint_source(src, settings=ORDERING)
         fixes = [d.fix for d in found if d.code == code and d.fix is not None and d.fix.safe]
         assert fixes, f"{code} example has no safe fix"
         fixed = fix_source(src, fixes)
         assert fixed != src
-        assert [d.code for d in lint_source(fixed)] == []
+        assert [d.code for d in lint_source(fixed, settings=ORDERING)] == []
 
 
 def test_add_sort_keys_uses_the_serializers_own_keyword():

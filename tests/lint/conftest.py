@@ -9,10 +9,12 @@ import pytest
 
 @functools.lru_cache(maxsize=None)
 def _lint_directory(directory: str) -> tuple:
+    from promptlint.lint.config import load_settings
     from promptlint.lint.engine import lint_paths
-    from promptlint.lint.diagnostic import Settings
 
-    report = lint_paths([directory], Settings(root=directory), use_cache=False)
+    # With the configuration a user running `promptlint lint <directory>` gets (an example app
+    # may opt in to rules in its own promptlint.toml).
+    report = lint_paths([directory], load_settings([directory]), use_cache=False)
     return tuple(report.diagnostics)
 
 

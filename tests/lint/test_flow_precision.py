@@ -12,14 +12,15 @@ import pytest
 
 from promptlint.lint.diagnostic import Settings
 from promptlint.lint.engine import lint_paths, lint_source
+from tests.lint.opt_in import ORDERING
 
 
-def lint_tree(root: Path, files: dict[str, str]):
+def lint_tree(root: Path, files: dict[str, str], settings: Settings = Settings()):
     for name, text in files.items():
         target = root / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
-    report = lint_paths([str(root)], Settings(root=str(root)), use_cache=False, jobs=1)
+    report = lint_paths([str(root)], Settings(**{**settings.__dict__, "root": str(root)}), use_cache=False, jobs=1)
     return [(Path(d.path).name, d.line, d.code) for d in report.diagnostics], report.diagnostics
 
 
@@ -164,7 +165,7 @@ def test_a_set_given_as_a_filter_keyword_is_not_an_ordering_leak():
     skip = set(hidden)
     profile = user.model_dump(exclude=skip)
     return [{"role": "system", "content": f"Profile: {profile}"}]
-''') == []
+''', settings=ORDERING) == []
 
 
 def test_a_set_given_as_a_plain_argument_still_flows():
@@ -172,7 +173,7 @@ def test_a_set_given_as_a_plain_argument_still_flows():
     names = set(hidden)
     text = render(names)
     return [{"role": "system", "content": f"Tools: {text}"}]
-''')] == ["PC501"]
+''', settings=ORDERING)] == ["PC501"]
 
 
 def test_a_method_of_a_module_level_instance_is_resolved_so_a_filter_set_stays_a_filter(tmp_path):
@@ -196,7 +197,7 @@ def system_prompt(rows):
     disabled = {row[0] for row in rows}
     return "Tools:\\n" + "\\n".join(registry.tools(hidden=disabled))
 ''',
-    })
+    }, ORDERING)
     assert found == []
 
 
@@ -332,7 +333,7 @@ def test_two_orderings_with_their_own_fixes_stay_two_findings():
     names = set(a)
     tags = set(b)
     return [{"role": "system", "content": ", ".join(names) + " / " + ", ".join(tags)}]
-''')
+''', settings=ORDERING)
     assert [d.code for d in found] == ["PC501", "PC501"]
     assert len({d.fix for d in found}) == 2 and all(d.fix is not None for d in found)
 
@@ -563,7 +564,7 @@ def run(skills, text):
     enabled = {s.name for s in skills}
     return client.messages.create(model="m", max_tokens=64, system=skills_section(enabled),
                                   messages=[{"role": "user", "content": text}])
-'''})
+'''}, ORDERING)
     assert found == []
 
 

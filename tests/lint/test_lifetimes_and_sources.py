@@ -13,6 +13,7 @@ from promptlint.lint.catalog import rules_dir
 from promptlint.lint.diagnostic import Settings
 from promptlint.lint.discover import collect_files
 from promptlint.lint.engine import lint_paths, lint_source
+from tests.lint.opt_in import ORDERING
 
 
 def codes(source: str, settings: Settings | None = None) -> list[str]:
@@ -260,8 +261,8 @@ def test_a_set_passed_as_an_exclusion_filter_orders_nothing():
     guide = registry.describe_tools({kw}=disabled)
     return {{"model": "m", "max_tokens": 64, "messages": history, "system": "Tools: " + guide}}
 '''
-    assert codes(source.format(kw="excluded_names")) == []
-    assert codes(source.format(kw="names")) == ["PC501"]
+    assert codes(source.format(kw="excluded_names"), ORDERING) == []
+    assert codes(source.format(kw="names"), ORDERING) == ["PC501"]
 
 
 # ------------------------------------------------ a turn object is not its text
@@ -521,3 +522,96 @@ def test_a_caller_in_another_module_counts(tmp_path):
                                      "    agent = make_agent('m')\n    return agent\n", encoding="utf-8")
     report = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1)
     assert report.diagnostics == []
+
+
+# ------------------------------------------------- a branch that runs on the first call only
+FIRST_CALL = '''import datetime
+from openai import OpenAI
+
+
+class Planner:
+    def __init__(self, kb):
+        self.client = OpenAI()
+        self.kb = kb
+        self.turn_count = 0
+        self.called = False
+        self.messages = []
+        self.system = ""
+
+    def plan(self, task, observation):
+        if %s:
+            found = self.kb.retrieve_knowledge(task)
+            self.system = f"Plan the task. {task} Known: {found} Started {datetime.datetime.now()}"
+            %s
+        self.turn_count += 1
+        msgs = [{"role": "system", "content": self.system}, {"role": "user", "content": observation}]
+        return self.client.chat.completions.create(model="m", messages=msgs)
+'''
+
+
+@pytest.mark.parametrize("test, sets", [
+    ("self.turn_count == 0", "pass"),  # a counter of its own at zero
+    ("self.turn_count < 1", "pass"),
+    ("not self.called", "self.called = True"),  # a flag the branch sets
+    ("not self.system", "pass"),  # the value the branch sets
+])
+def test_what_a_first_call_branch_builds_is_set_once_for_the_object(test, sets):
+    assert codes(FIRST_CALL % (test, sets)) == []
+
+
+@pytest.mark.parametrize("test, sets", [
+    ("self.turn_count == 1", "pass"),  # the second call, not the first
+    ("not self.called", "pass"),  # a flag nobody sets here: the branch may run on every call
+    ("observation", "pass"),
+])
+def test_a_branch_that_may_run_on_every_call_keeps_its_findings(test, sets):
+    assert codes(FIRST_CALL % (test, sets)) == ["PC101", "PC401"]
+
+
+def test_a_system_message_added_when_the_history_is_empty_is_set_once():
+    source = '''import datetime
+from openai import OpenAI
+
+
+class Chat:
+    def __init__(self):
+        self.client = OpenAI()
+        self.messages = []
+
+    def send(self, text):
+        if not self.messages:
+            self.messages.append({"role": "system", "content": f"Started {datetime.datetime.now()}"})
+        self.messages.append({"role": "user", "content": text})
+        return self.client.chat.completions.create(model="m", messages=self.messages)
+'''
+    assert codes(source) == []
+    assert codes(source.replace("if not self.messages:", "if text:")) == ["PC101"]
+
+
+def test_a_prompt_builder_called_only_in_a_get_or_create_branch_runs_once(tmp_path):
+    (tmp_path / "prompt.py").write_text('''from datetime import datetime
+
+
+def build_system_prompt(tools):
+    return f"Today is {datetime.now():%B %d}. Tools: {tools}"
+''')
+    (tmp_path / "agent.py").write_text('''from prompt import build_system_prompt
+
+
+class Agent:
+    def __init__(self, chat_factory, tools):
+        self._chat = None
+        self._factory = chat_factory
+        self._tools = tools
+
+    async def run(self, task):
+        if self._chat is None:
+            system_prompt = build_system_prompt(self._tools)
+            self._chat = self._factory(system_prompt=system_prompt)
+        return await self._chat.send(task)
+''')
+    found = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1).diagnostics
+    assert found == []
+    (tmp_path / "agent.py").write_text((tmp_path / "agent.py").read_text().replace("if self._chat is None:", "if task:"))
+    found = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1).diagnostics
+    assert [d.code for d in found] == ["PC101"]

@@ -266,3 +266,80 @@ def test_a_method_that_grows_its_objects_tool_list_sends_a_longer_list_each_call
 ])
 def test_a_tool_list_set_up_once_or_rebuilt_per_call_does_not_grow(body, sent):
     assert lint_source(PER_CALL % (body, sent)) == []
+
+
+# ------------------------------------------- what a block that ends the loop grows goes nowhere
+ENDS = '''
+
+def run(query):
+    notes = ""
+    for attempt in range(3):
+        answer = ask(f"Answer. Notes so far:\\n{notes}", query)
+        if answer.ok:
+            notes += answer.text
+            %s
+'''
+
+
+@pytest.mark.parametrize("ending", ["break", "return answer", "raise StopIteration"])
+def test_what_a_block_that_ends_the_loop_adds_never_reaches_another_pass(ending):
+    assert found(ENDS % ending) == []
+
+
+def test_what_a_block_that_goes_on_to_the_next_pass_adds_is_still_carried():
+    body = ENDS % "continue"
+    assert found(body) == [(line_of(body, '        answer = ask(f"Answer. Notes so far:\\n{notes}", query)'), "PC401",
+                            line_of(body, "            notes += answer.text"))]
+
+
+def test_a_retry_nested_in_a_block_that_returns_is_still_carried():
+    body = '''
+
+def run(query):
+    notes = ""
+    for attempt in range(3):
+        answer = ask(f"Answer. Notes so far:\\n{notes}", query)
+        if answer.ok:
+            if answer.partial:
+                notes += answer.text
+                continue
+            return answer
+'''
+    assert [code for _, code, _ in found(body)] == ["PC401"]
+
+
+# ------------------------------------------------- a parameter rebound to a copy is not the caller's
+RUNNER = '''
+
+def send(agent, history, context):
+    return ask(agent.instructions(context), history[-1])
+
+
+def run(agent, history, context):
+    context = %s
+    while True:
+        result = send(agent, history, context)
+        if result.done:
+            context.update(result.context)
+            return result
+
+
+def main(agent):
+    context = {"env": "prod"}
+    history = []
+    while True:
+        history.append(input("> "))
+        run(agent, history, context)
+'''
+
+
+@pytest.mark.parametrize("copy", ["dict(context)", "context.copy()", "{**context}"])
+def test_what_a_function_adds_to_its_own_copy_of_an_argument_stays_with_it(copy):
+    assert found(RUNNER % copy) == []
+
+
+def test_what_a_function_adds_to_the_argument_itself_grows_it_for_the_caller():
+    body = (RUNNER % "context or {}").replace("            context.update(result.context)\n            return result",
+                                                "            context.update(result.context)\n            return result\n"
+                                                "        context.update(result.context)")
+    assert [code for _, code, _ in found(body)] == ["PC401", "PC401"]

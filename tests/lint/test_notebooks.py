@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from promptlint.lint.notebook import notebook_source
+from tests.lint.opt_in import ORDERING_PYPROJECT
 
 CLOCK_CELL = [
     "def chat(messages):\n",
@@ -84,7 +85,7 @@ def test_a_fix_is_never_applied_to_a_notebook(tmp_path):
             "system = \"Skills: \" + \", \".join(os.listdir(\"skills\"))\n",
             "OpenAI().chat.completions.create(model=\"m\", messages=[{\"role\": \"system\", \"content\": system}])"]
     text = notebook(("code", cell))
-    code, found = lint(tmp_path, "--fix", **{"demo.ipynb": text})
+    code, found = lint(tmp_path, "--fix", **{"demo.ipynb": text, "pyproject.toml": ORDERING_PYPROJECT})
     assert code == 1 and [f["code"] for f in found] == ["PC501"] and found[0]["fix"] is None
     assert (tmp_path / "demo.ipynb").read_text() == text
 

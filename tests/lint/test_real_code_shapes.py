@@ -8,10 +8,11 @@ import pytest
 
 from promptlint.lint.engine import lint_paths, lint_source
 from promptlint.lint.diagnostic import Settings
+from tests.lint.opt_in import ORDERING
 
 
-def codes(source: str) -> list[str]:
-    return sorted(d.code for d in lint_source(source))
+def codes(source: str, settings: Settings | None = None) -> list[str]:
+    return sorted(d.code for d in lint_source(source, settings=settings))
 
 
 def messages(source: str) -> list[str]:
@@ -183,7 +184,7 @@ def test_path_glob_as_a_method_is_an_ordering_source():
 
 def build_system_prompt(root: Path):
     return "\\n".join(p.read_text() for p in root.glob("skills/*.md"))
-''') == ["PC501"]
+''', ORDERING) == ["PC501"]
 
 
 # ------------------------------------------------------------------ lifetimes (FIELD.md)

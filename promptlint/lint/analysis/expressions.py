@@ -465,12 +465,16 @@ class Expressions:
     def eval_Set(self, node: ast.Set) -> Val:
         items = [self.eval(e) for e in node.elts]
         strings = all(isinstance(v.const, str) for v in items)
-        source = self._set_source(node, "set display", sortable=strings)
-        return Val(merge(*(v.taints for v in items), (source,)) if len(items) > 1 else merge(*(v.taints for v in items)), node=node)
+        source = self._set_source(node, "set display", sortable=strings) if len(items) > 1 else ()
+        return Val(merge(*(v.taints for v in items), source), node=node)
 
-    def _set_source(self, node: ast.AST, what: str, sortable: bool) -> Taint:
-        step = self.m.step(node, f"set iteration order: {what} `{self.m.snippet(node, 40)}`")
-        return Taint("PC501", "unordered", (step,), fix=None if not sortable else Fix("wrap-sorted", 0, 0, 0, 0, True, "sortable"))
+    def _set_source(self, node: ast.AST, what: str, sortable: bool) -> tuple[Taint, ...]:
+        """A set built by syntax, a source when ``set()`` is one (the opt-in ordering rules)."""
+        spec = self.m.catalog.set_order
+        if spec is None:
+            return ()
+        step = self.m.step(node, f"{spec.note}: {what} `{self.m.snippet(node, 40)}`")
+        return (Taint(spec.code, "unordered", (step,), fix=None if not sortable else Fix("wrap-sorted", 0, 0, 0, 0, True, "sortable")),)
 
     def eval_Dict(self, node: ast.Dict) -> Val:
         keys: dict[str, Val] = {}
@@ -519,7 +523,7 @@ class Expressions:
 
     def eval_SetComp(self, node: ast.SetComp) -> Val:
         val = self._comprehension(node, [node.elt], False)
-        return Val(merge(val.taints, (self._set_source(node, "set comprehension", sortable=False),)), node=node)
+        return Val(merge(val.taints, self._set_source(node, "set comprehension", sortable=False)), node=node)
 
     def eval_field_default(self, node: ast.AST) -> Val:
         """A class-body default: ``field(default_factory=f)`` / ``Field(default_factory=f)`` calls ``f``."""

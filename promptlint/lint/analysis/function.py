@@ -37,6 +37,7 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         self.defer_shapes = 0  # > 0 while evaluating `msgs.append(...)` arguments: position decides
         self.history_adds = 0  # > 0 while evaluating `context.add_message(...)` arguments: after the history
         self.lazy: list[str | None] = []  # names that enclosing `if x is None:` tests set once
+        self.first_pass = 0  # > 0 inside `if self.turn_count == 0:`: code that runs on the first call only
         self.control: list[tuple[Taint, ...]] = []  # clock taints of enclosing `if now.hour < 12:` tests
         self.turn_objects: dict[str, Taint] = {}  # per-turn parameters typed as objects: only their text is
         self.run_state = False  # an instructions function a framework calls: its parameters are the run's context

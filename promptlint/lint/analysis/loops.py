@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from promptlint.lint.analysis.values import Taint, Val
+from promptlint.lint.guards import GROWERS
 
 #: The per-turn family: a value that differs between the requests a loop sends.
 CODE = "PC401"
@@ -33,6 +34,7 @@ class Pass:
     before: frozenset[str]
     reset: frozenset[str]
     sends: bool  # the body calls a request method itself (`completion(...)`, `.create(...)`)
+    leaving: frozenset[int]  # ids of the nodes in a block that ends the loop (`...; break`)
     sources: set = field(default_factory=set)  # (path, line, column) of the taints given out
 
 
@@ -41,8 +43,38 @@ def enter(node: ast.AST, body: list[ast.stmt], env: dict[str, Val], request_meth
     if found is None:
         sends = any(isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None)) in request_methods
                     for stmt in body for n in ast.walk(stmt))
-        found = node._promptlint_loop = (_bound_afresh(node, body), sends)
+        found = node._promptlint_loop = (_bound_afresh(node, body), sends, _leaving(body))
     return Pass(node, frozenset(env), *found)
+
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _leaving(body: list[ast.stmt]) -> frozenset[int]:
+    """The nodes of the blocks in a loop's body that end the loop (``ctx.update(result); break``,
+    or a ``return``/``raise``), and of the blocks nested in them, unless those go on to the next
+    pass (``continue``): what they grow never reaches another pass. A ``break`` of an inner loop
+    ends only that loop."""
+    out: set[int] = set()
+
+    def visit(block: list[ast.stmt], inner: bool, leaving: bool) -> None:
+        last = block[-1] if block else None
+        if isinstance(last, (ast.Return, ast.Raise)) or (isinstance(last, ast.Break) and not inner):
+            leaving = True
+        elif isinstance(last, ast.Continue) and not inner:
+            leaving = False
+        for stmt in block:
+            nested = inner or isinstance(stmt, _LOOPS)
+            subs = [sub for name in ("body", "orelse", "finalbody")
+                    if isinstance(sub := getattr(stmt, name, None), list) and sub and isinstance(sub[0], ast.stmt)]
+            subs += [part.body for part in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ()))]
+            if not subs and leaving:
+                out.update(id(n) for n in ast.walk(stmt))
+            for sub in subs:
+                visit(sub, nested, leaving)
+
+    visit(body, False, False)
+    return frozenset(out)
 
 
 def carried(passes: list[Pass], name: str | None, node: ast.AST, module) -> tuple[Taint, ...]:
@@ -51,7 +83,7 @@ def carried(passes: list[Pass], name: str | None, node: ast.AST, module) -> tupl
     if not name:
         return ()
     for frame in passes:
-        if name in frame.before and name.split(".")[0] not in frame.reset:
+        if name in frame.before and name.split(".")[0] not in frame.reset and id(node) not in frame.leaving:
             step = module.step(node, f"changes on each pass of the loop at line {frame.node.lineno}: "
                                      f"`{module.snippet(node, 50)}`")
             taint = Taint(CODE, "volatile", (step,))
@@ -104,8 +136,6 @@ def history(*vals: Val) -> bool:
     return False
 
 
-#: Methods that add to their receiver in place.
-GROWERS = frozenset({"append", "extend", "insert", "add", "update", "appendleft", "extendleft", "setdefault"})
 
 
 def bare_grower(node: ast.AST) -> bool:
@@ -120,6 +150,8 @@ def grown_params(func: ast.AST, params: list[str]) -> frozenset[int]:
     if found is None:
         index = {name: i for i, name in enumerate(params)}
         found = set()
+        copied = {t.id for n in ast.walk(func) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                  and isinstance(t := n.targets[0], ast.Name) and t.id in index and _copy_of(n.value, t.id)}
         for n in ast.walk(func):
             target = None
             # A statement of its own (`log = log.append(m)` returns a new log, leaving the argument be).
@@ -128,10 +160,24 @@ def grown_params(func: ast.AST, params: list[str]) -> frozenset[int]:
             elif isinstance(n, (ast.Assign, ast.AugAssign)):
                 target = next((t.value for t in getattr(n, "targets", [getattr(n, "target", None)])
                                if isinstance(t, ast.Subscript)), None)
-            if isinstance(target, ast.Name) and target.id in index:
+            if isinstance(target, ast.Name) and target.id in index and target.id not in copied:
                 found.add(index[target.id])
         func._promptlint_grown = found = frozenset(found)
     return found
+
+
+def _copy_of(value: ast.AST, name: str) -> bool:
+    """``x = copy.copy(x)``, ``dict(x)``, ``x.copy()``, ``[*x]``, ``{**x}``, ``x[:]``: a new object
+    made from the argument, so what the function adds to ``x`` afterwards stays with it.
+    (``x = x or []`` keeps the caller's object.)"""
+    if isinstance(value, ast.Call):
+        called = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
+        return called in _COPIES and mentions(value, name)
+    return (isinstance(value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))
+            or isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Slice)) and mentions(value, name)
+
+
+_COPIES = frozenset({"copy", "deepcopy", "dict", "list", "set", "tuple", "sorted", "model_copy"})
 
 
 def mentions(node: ast.AST, name: str) -> bool:

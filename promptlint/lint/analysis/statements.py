@@ -8,6 +8,7 @@ import re
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, is_system_message
 from promptlint.lint.analysis.values import RUN_STATE, FunctionRef, Summary, Taint, Val, frozen_ok, join, merge
+from promptlint.lint.guards import first_pass, unset_test
 from promptlint.lint.run_state import state_key, state_receiver
 
 _ROLE_WORDS = {"system", "developer", "SYSTEM", "DEVELOPER"}
@@ -241,12 +242,15 @@ class Statements:
         self.env = dict(before)
         dispatch = _is_role_test(node.test)
         self.role_branch += dispatch
-        lazy = _unset_test(node.test)
+        lazy = unset_test(node.test)
         self.lazy.append(lazy)
+        first = first_pass(node)
+        self.first_pass += first
         try:
             self.run_block(node.body)
         finally:
             self.lazy.pop()
+            self.first_pass -= first
         self.role_branch -= dispatch
         taken, self.env = self.env, dict(before)
         self.run_block(node.orelse)
@@ -371,7 +375,7 @@ class Statements:
 
     # -------------------------------------------------------------- assignment
     def assign(self, target: ast.AST, val: Val, stmt: ast.AST, weak: bool = False) -> None:
-        if self.lazy and self.lazy[-1] and self._dotted_local(target) == self.lazy[-1]:
+        if self.first_pass or (self.lazy and self.lazy[-1] and self._dotted_local(target) == self.lazy[-1]):
             # `if self.agent_id_ is None: self.agent_id_ = str(uuid4())`: set once, then reused.
             val = val.keep(frozen_ok)
         chosen = [t for group in self.control for t in group]
@@ -475,28 +479,13 @@ class Statements:
         name = self._dotted_local(node)
         if name is None:
             return
+        if self.first_pass:  # filled on the first call only (`if not self.messages: ...append(...)`)
+            val = val.keep_deep(frozen_ok)
         self.env[name] = val if name not in self.env or self.depth == 0 else join(self.env[name], val)
         if self.cls is not None and name.startswith("self.") and name.count(".") == 1:
             grew = self.per_call_growth  # what this call added stays with this call (loops.per_call)
             self.cls.attrs[name[5:]] = self.env[name].keep_deep(
                 lambda t: loops.origin(t) not in grew) if grew else self.env[name]
-
-
-def _unset_test(test: ast.AST) -> str | None:
-    """The attribute a get-or-create test checks (``self.x is None``, ``not self.x``), else None."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        test = test.operand
-    elif (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
-          and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
-        test = test.left
-    else:
-        return None
-    parts = []
-    while isinstance(test, ast.Attribute):
-        parts.append(test.attr)
-        test = test.value
-    # An object's attribute lives with the object; a local checked for None is set again per call.
-    return ".".join([test.id, *reversed(parts)]) if isinstance(test, ast.Name) and test.id in ("self", "cls") and parts else None
 
 
 def _state_update(value: ast.AST) -> int:

@@ -1,0 +1,70 @@
+"""Tests that say a branch runs once per object: ``if self.client is None:`` (get-or-create),
+``if self.turn_count == 0:`` (a first turn), ``if not self.messages: self.messages.append(...)``.
+What such a branch builds is set once and reused unchanged (docs/field.md: not a leak)."""
+
+from __future__ import annotations
+
+import ast
+
+#: Methods that add to their receiver in place.
+GROWERS = frozenset({"append", "extend", "insert", "add", "update", "appendleft", "extendleft", "setdefault"})
+
+
+def unset_test(test: ast.AST) -> str | None:
+    """The attribute a get-or-create test checks (``self.x is None``, ``not self.x``), else None."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    elif (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
+          and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+        test = test.left
+    else:
+        return None
+    parts = []
+    while isinstance(test, ast.Attribute):
+        parts.append(test.attr)
+        test = test.value
+    # An object's attribute lives with the object; a local checked for None is set again per call.
+    return ".".join([test.id, *reversed(parts)]) if isinstance(test, ast.Name) and test.id in ("self", "cls") and parts else None
+
+
+def first_pass(node: ast.If) -> int:
+    """1 for a branch that runs on an object's first call only: a counter of its own at zero
+    (``if self.turn_count == 0:``), or a test of an attribute the branch itself sets or fills
+    (``if not self.memory_called: ...; self.memory_called = True``,
+    ``if not self.messages: self.messages.append(system)``). What it builds is set once per
+    object (a task, a session) and reused unchanged (docs/field.md)."""
+    test = node.test
+    if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.Lt, ast.LtE))
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value in (0, 1)
+            and not isinstance(test.comparators[0].value, bool)):
+        if isinstance(test.ops[0], ast.Lt) != (test.comparators[0].value == 1):
+            return 0
+        counter = test.left
+        return int(_self_attribute(counter) is not None)
+    attr = unset_test(test) or _self_attribute(_len_zero(test))
+    if attr is None:
+        return 0
+    for n in (n for stmt in node.body for n in ast.walk(stmt)):
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
+        if any(_self_attribute(t) == attr for t in targets):
+            return 1
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in GROWERS \
+                and _self_attribute(n.func.value) == attr:
+            return 1
+    return 0
+
+
+def _self_attribute(node: ast.AST | None) -> str | None:
+    """``self.turn_count`` as "self.turn_count"; None for anything else."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return f"self.{node.attr}"
+    return None
+
+
+def _len_zero(test: ast.AST) -> ast.AST | None:
+    """``x`` of ``len(x) == 0``."""
+    if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value == 0
+            and isinstance(test.left, ast.Call) and getattr(test.left.func, "id", None) == "len" and len(test.left.args) == 1):
+        return test.left.args[0]
+    return None
