@@ -122,6 +122,6 @@ class FileResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     deps: list[str] = field(default_factory=list)  # other files the analysis read
     analyzed: bool = False
-    param_sink_functions: list[str] = field(default_factory=list)  # functions whose params reach sinks
+    param_sink_functions: list[str] = field(default_factory=list)  # functions whose params reach sinks (`+Base`: a base class callers may hold them as)
     has_marker: bool = False  # the text holds "promptlint:" (a suppression comment, maybe)
     writes: dict = field(default_factory=dict)  # run-state fields the text writes: name -> [line, column]

@@ -420,15 +420,18 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
             if progress:
                 progress(done, len(files))
         # Callers of functions that carry a parameter into a sink are analysed too, in rounds
-        # until no new such function appears. Only files that import the module and name the
-        # function can pass anything into it.
+        # until no new such function appears. Only files that import the module (or the base
+        # class a caller holds an adapter as: `+BaseLLM`) and name the function can pass
+        # anything into it.
         seen: frozenset[str] = frozenset()
         for _ in range(20):
-            extra_names = frozenset(n for r in results.values() for n in r.param_sink_functions)
-            if extra_names <= seen:
+            exported = frozenset(n for r in results.values() for n in r.param_sink_functions)
+            if exported <= seen:
                 break
-            seen = extra_names
-            exporters = {_stem(p) for p, r in results.items() if r.param_sink_functions}
+            seen = exported
+            extra_names = frozenset(n for n in exported if not n.startswith("+"))
+            exporters = {_stem(p) for p, r in results.items() if r.param_sink_functions} | {
+                n[1:] for n in exported if n.startswith("+")}
             todo = [p for p in files if not results[p].analyzed and not results[p].diagnostics
                     and not exporters.isdisjoint(imports.get(p, "").split()) and _names_any(p, extra_names)]
             for path, result, names in workers.map(_second_pass, [(p, extra_names) for p in todo]):

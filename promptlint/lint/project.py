@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from pathlib import Path
 
 from promptlint.lint.analysis import ClassInfo, FunctionRef, ModuleAnalysis
+from promptlint.lint.analysis.module import is_abstract
 from promptlint.lint.catalog import Catalog
 from promptlint.lint.diagnostic import TraceStep
 from promptlint.lint.discover import import_roots  # noqa: F401 - where the roots come from, re-exported
@@ -33,6 +35,7 @@ class Project:
         self._by_name: dict[str, str | None] = {}
         self._package_dirs: dict[str, bool] = {}
         self._templates: dict[str, tuple[str, str] | None] = {}
+        self._overrides: dict[tuple[str, str], list[FunctionRef]] = {}
         self._roots: list[str] = sorted(set(self.extra_roots))
         self._entries: dict[str, frozenset[str]] = {}
         self._bodies_running: set[str] = set()
@@ -190,6 +193,40 @@ class Project:
             return info.methods.get(rest[1])
         return None
 
+    def overrides(self, ref: FunctionRef, origin: ModuleAnalysis) -> list[FunctionRef]:
+        """The project's implementations of an abstract method (``BaseLLM.generate`` that only
+        raises ``NotImplementedError``): the methods of that name in the subclasses declared in
+        the base class's package: its folder, the folder above, and the folders below those
+        (provider adapters live beside their base: ``llms/base.py``, ``llms/openai/chat.py``).
+        Empty for a method with a body of its own."""
+        info = ref.cls
+        if info is None or info.module is None or not is_abstract(ref.node):
+            return []
+        key = (info.qualname, ref.node.name)
+        if key not in self._overrides:
+            self._overrides[key] = found = []
+            folder = os.path.dirname(os.path.abspath(info.module.path))
+            parent = os.path.dirname(folder) if self._is_package(folder) else folder
+            texts = [(path, text) for path in _python_files(parent) if (text := _small_text(path, self.max_file_bytes))]
+            bases, seen = {info.name}, set()
+            for _ in range(3):  # subclasses, and theirs (`OpenAIChat(BaseChatModel)`, `BaseChatModel(BaseLLM)`)
+                declares = re.compile(rf"^[ \t]*class[ \t]+(\w+)[ \t]*\([^)]*\b(?:{'|'.join(map(re.escape, sorted(bases)))})\b", re.M)
+                bases = set()
+                for path, text in texts:
+                    names = [n for n in declares.findall(text) if (path, n) not in seen]
+                    module = self.analysis(path) if names else None
+                    for name in names if module is not None else ():
+                        seen.add((path, name))
+                        bases.add(name)
+                        method = module.classes[name].methods.get(ref.node.name) if name in module.classes else None
+                        if method is not None and not is_abstract(method.node):
+                            found.append(method)
+                if not bases:
+                    break
+        for method in self._overrides[key]:
+            origin.deps.add(method.module.path)
+        return self._overrides[key]
+
     def resolve_value(self, qualname: str, origin: ModuleAnalysis, depth: int = 0):
         """The value of a module-level constant of the project (``from .const import PROMPT``)."""
         if depth > 4 or "." not in qualname or qualname.startswith("builtins."):
@@ -250,4 +287,34 @@ class Project:
         for found in self._templates.values():
             if found is not None and found[0] == path:
                 return found[1].splitlines()
+        return None
+
+
+#: How many files below a base class's folder are searched for its subclasses.
+MAX_OVERRIDE_FILES = 200
+
+
+def _python_files(folder: str, depth: int = 2) -> list[str]:
+    """The ``.py`` files of a folder and its subfolders down to ``depth`` (sorted, bounded)."""
+    out: list[str] = []
+    pending = [(folder, 0)]
+    while pending and len(out) < MAX_OVERRIDE_FILES:
+        directory, level = pending.pop(0)
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.endswith(".py") and entry.is_file():
+                out.append(entry.path)
+            elif level < depth and entry.is_dir(follow_symlinks=False) and not entry.name.startswith((".", "_")):
+                pending.append((entry.path, level + 1))
+    return out[:MAX_OVERRIDE_FILES]
+
+
+def _small_text(path: str, limit: int) -> str | None:
+    try:
+        raw = Path(path).read_bytes()
+        return decode_source(raw) if len(raw) <= limit else None
+    except (OSError, SourceError):
         return None

@@ -417,3 +417,66 @@ async def reply(client, messages):
     return client.messages.create(model="m", max_tokens=9, system=system, messages=messages)
 '''
     assert [code for _, code in found(source)] == ["PC101"]
+
+
+# ------------------------------------------------ the newest message found by a search from the end
+SEARCH = '''from openai import OpenAI
+
+
+def latest_question(messages):
+    for m in %s:
+        if m.get("role") == "user":
+            %s
+    return ""
+
+
+def answer(memory, messages):
+    hits = memory.profile(q=latest_question(messages))
+    system = {"role": "system", "content": f"Known about the user: {hits}"}
+    return OpenAI().chat.completions.create(model="m", messages=[system, *messages])
+'''
+
+
+@pytest.mark.parametrize("order", ["reversed(messages)", "messages[::-1]"])
+def test_a_search_of_the_conversation_from_its_newest_end_reads_this_turns_text(order):
+    assert found(SEARCH % (order, 'return m.get("content", "")')) == [(13, "PC401")]
+
+
+@pytest.mark.parametrize("order, body", [
+    ("messages", 'return m.get("content", "")'),  # the oldest user message: the task, fixed
+    ("reversed(messages)", 'print(m.get("content", ""))'),  # read, not picked
+])
+def test_a_walk_that_does_not_stop_at_the_newest_message_reads_no_turn(order, body):
+    assert found(SEARCH % (order, body)) == []
+
+
+# ------------------------------------------------ retrieval named for similarity to the question
+@pytest.mark.parametrize("call", ["get_related_ddl(question)", "get_similar_question_sql(question)",
+                                  "find_relevant_docs(question)"])
+def test_retrieval_named_for_similarity_is_per_turn(call):
+    source = f'''from openai import OpenAI
+
+
+class Assistant:
+    def ask(self, question):
+        context = self.store.{call}
+        system = {{"role": "system", "content": f"Use these: {{context}}"}}
+        return OpenAI().chat.completions.create(model="m", messages=[system, {{"role": "user", "content": question}}])
+'''
+    assert found(source) == [(7, "PC401")]
+
+
+def test_a_project_method_named_for_search_still_sends_what_it_is_given():
+    source = '''from openai import OpenAI
+
+
+class Search:
+    def search_followups(self, query, contexts):
+        system = {"role": "system", "content": f"Suggest follow-ups for: {contexts}"}
+        return OpenAI().chat.completions.create(model="m", messages=[system, {"role": "user", "content": query}])
+
+    def answer(self, query):
+        return self.search_followups(query, %s)
+'''
+    assert found(source % "self.memory.search(query)") == [(10, "PC401")]
+    assert found(source % '["fixed"]') == []

@@ -1,5 +1,6 @@
 """What a call's argument means by where it is passed: its keyword (a lookup key, a filter, a
-metadata field) and, for a parameter, the expression the call gives for it."""
+metadata field), for a parameter, the expression the call gives for it, and what a method stores
+of its parameters on `self`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ import ast
 import re
 
 from promptlint.lint.analysis.values import Taint, Val
+from promptlint.lint.guards import GROWERS
+
+#: Methods that change their receiver in place.
+MUTATORS = GROWERS | {"__setitem__"}
 
 #: Keywords that name a membership filter (what to leave out or let through, ORM ``__in``).
 MEMBERSHIP_KEYWORD = re.compile(
@@ -67,3 +72,36 @@ def run_call(node: ast.Call) -> ast.Call | None:
             ast.Call(func=node.args[where], args=node.args[where + 1:], keywords=node.keywords), node)
         made.end_lineno, made.end_col_offset = node.end_lineno, node.end_col_offset
     return made
+
+
+def param_stores(func: ast.AST, params: list[str]) -> list[tuple[str, int]]:
+    """``self.attr.append(param)`` / ``self.attr = param`` / ``self.attr += param`` in a method's
+    own body: (attribute, parameter index) pairs, read from the syntax (cached on the node)."""
+    found = getattr(func, "_promptlint_param_stores", None)
+    if found is not None:
+        return found
+    found = []
+    index = {name: i for i, name in enumerate(params)}
+
+    def params_in(expr) -> list[int]:
+        return sorted({index[n.id] for n in ast.walk(expr)
+                       if isinstance(n, ast.Name) and n.id in index and n.id not in ("self", "cls")})
+
+    def self_attr(target) -> str | None:
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+            return target.attr
+        return None
+
+    for sub in ast.walk(func):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in MUTATORS:
+            attr = self_attr(sub.func.value)
+            if attr:
+                found += [(attr, i) for a in sub.args for i in params_in(a)]
+        elif isinstance(sub, (ast.Assign, ast.AugAssign)):
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            for t in targets:
+                attr = self_attr(t)
+                if attr:
+                    found += [(attr, i) for i in params_in(sub.value)]
+    func._promptlint_param_stores = found
+    return found

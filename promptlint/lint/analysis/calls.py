@@ -10,7 +10,7 @@ from promptlint.lint.analysis.values import EMPTY, LOCATED, clip, ClassInfo, Fun
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, before_history, entry_node, system_text, _role
 from promptlint.lint.diagnostic import Fix, TraceStep
 
-_MUTATORS = loops.GROWERS | {"__setitem__"}
+_MUTATORS = arguments.MUTATORS
 _PATTERN_COMPILERS = ("re.compile(", "regex.compile(")  # origin of a compiled pattern's methods
 _ORDERED_CONSUMERS = {"builtins.list", "builtins.tuple", "builtins.enumerate", "builtins.iter", "builtins.next"}
 _TEMPLATE_METHODS = {"format", "format_map", "render", "substitute", "safe_substitute", "partial", "invoke", "ainvoke",
@@ -40,37 +40,9 @@ def _zone_only(fmt) -> bool:
     return isinstance(fmt, str) and "%" in fmt and "%" not in re.sub(r"%[Zz%]", "", fmt)
 
 
-def _param_stores(func: ast.AST, params: list[str]) -> list[tuple[str, int]]:
-    """``self.attr.append(param)`` / ``self.attr = param`` / ``self.attr += param`` in a method's
-    own body: (attribute, parameter index) pairs, read from the syntax (cached on the node)."""
-    found = getattr(func, "_promptlint_param_stores", None)
-    if found is not None:
-        return found
-    found = []
-    index = {name: i for i, name in enumerate(params)}
-
-    def params_in(expr) -> list[int]:
-        return sorted({index[n.id] for n in ast.walk(expr)
-                       if isinstance(n, ast.Name) and n.id in index and n.id not in ("self", "cls")})
-
-    def self_attr(target) -> str | None:
-        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-            return target.attr
-        return None
-
-    for sub in ast.walk(func):
-        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in _MUTATORS:
-            attr = self_attr(sub.func.value)
-            if attr:
-                found += [(attr, i) for a in sub.args for i in params_in(a)]
-        elif isinstance(sub, (ast.Assign, ast.AugAssign)):
-            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
-            for t in targets:
-                attr = self_attr(t)
-                if attr:
-                    found += [(attr, i) for i in params_in(sub.value)]
-    func._promptlint_param_stores = found
-    return found
+#: Request methods whose result is a model's reply (not `count_tokens`, `parse` of a request).
+_ASKS = frozenset({"create", "stream", "generate_content", "generate_content_stream", "completion", "acompletion",
+                   "invoke", "ainvoke", "send_message", "chat", "achat"})
 
 
 class Calls:
@@ -127,6 +99,7 @@ class Calls:
                     kwargs[kw.arg] = kwargs[kw.arg].with_taints(merge(kwargs[kw.arg].taints, grown))
         sends = callee in REQUEST_METHODS or bool(
             origin and callee[:1].islower() and self.m.catalog.sink_calls.match(origin))
+        self.replies = self.replies or (sends and callee in _ASKS)
         if self.defer_shapes and callee in _SYSTEM_CLASSES:
             # `msgs.append(SystemMessage(content=x))`: a system message that the list places
             # (leading: stable; after the history: late), as a dict display would be; stored in
@@ -182,17 +155,12 @@ class Calls:
             method_of_class = func.func is not None and func.func.cls is not None
             if spec is not None and (method_of_class or not (origin and (
                     self._is_module_path(origin) or origin.startswith(_PATTERN_COMPILERS)))):
-                return self._source_result(node, spec, node.func.attr, args, kwargs, receiver=func)
+                return self._named_source(node, spec, func.func if method_of_class else None, func, args, kwargs)
         if isinstance(node.func, ast.Name):
-            # The project's own `search_memories(...)`/`retrieve(...)` function: what it returns is
-            # the per-turn content (the query it is given only selects it), from the source it reads
-            # when its body shows one (`store.get(...)`), else from its name.
             spec = self.m.catalog.source_method(node.func.id)
             ref = func.func or (self.m.resolve_function(origin.lstrip("@")) if origin else None)
-            if spec is not None and spec.label == "volatile" and isinstance(ref, FunctionRef):
-                inner = self._apply_summary(node, ref, func, args, kwargs)
-                return inner if any(t.param < 0 and t.code == spec.code for t in inner.taints) else (
-                    self._source_result(node, spec, node.func.id, args, kwargs))
+            if spec is not None and isinstance(ref, FunctionRef):
+                return self._named_source(node, spec, ref, func, args, kwargs)
         # 2. sanitizers and serializers
         arg_taints = merge(*(a.taints for a in args), *(arguments.passed(k, v, callee, callee in _TEMPLATE_METHODS) for k, v in kwargs.items()), *(s.taints for s in splat))
         if origin:
@@ -218,8 +186,8 @@ class Calls:
                 return self._construct(node, found, args, kwargs)
         if target is None and origin and origin.startswith("?.") and isinstance(node.func, ast.Attribute):
             target = self._method_by_name(node.func.attr)
-        if target is not None:
-            return self._apply_summary(node, target, func, args, kwargs)
+        if target is not None:  # (an abstract method: the project's one implementation of it)
+            return self._apply_summary(node, self.m.implementation(target), func, args, kwargs)
         if origin and origin.startswith("@") and origin.endswith("()") is False:
             info = self._class_info(origin[1:])
             if info is not None:
@@ -318,6 +286,18 @@ class Calls:
         """`i18n.retrieve("slices", "role")`: a translation catalog holds fixed text; it retrieves nothing."""
         name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
         return _TRANSLATIONS.search(self.cls.name if name == "self" and self.cls is not None else name) is not None
+
+    def _named_source(self, node: ast.Call, spec, ref: FunctionRef | None, func: Val, args, kwargs) -> Val:
+        """The project's own ``search_memories(...)`` / ``self.retrieve(...)``: what it returns is
+        the per-turn content (the query it is given only selects it); for a function, from the
+        source it reads when its body shows one (``store.get(...)``), else from its name. What
+        its parameters reach inside it is reached as for any call."""
+        what = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+        receiver = func if isinstance(node.func, ast.Attribute) else None
+        inner = self._apply_summary(node, ref, func, args, kwargs) if ref is not None and spec.label == "volatile" else None
+        if receiver is None and inner is not None and any(t.param < 0 and t.code == spec.code for t in inner.taints):
+            return inner
+        return self._source_result(node, spec, what, args, kwargs, receiver=receiver)
 
     def _source_result(self, node, spec, what, args, kwargs, receiver: Val | None = None) -> Val:
         step = self.m.step(node, f"{spec.note}: `{self.m.snippet(node, 40)}`")
@@ -532,7 +512,9 @@ class Calls:
         if self.passes:  # `self._add_found_tools(found, tools)` in the loop that sends: `tools` grows per pass
             for index in loops.grown_params(ref.node, params):
                 self._grown_by_call(node, actual.get(index), index - offset, params[index])
-        ret = summary.ret
+        # A model's reply carries none of the request the arguments made (what a helper that asks
+        # a model returns is new text; the model's own output is a source only by its own rule).
+        ret = summary.ret.keep_deep(lambda t: t.param < 0) if summary.replies else summary.ret
         shaped = structure(ret)
         return Val(shaped.taints, origin=ret.origin if ret.origin and ret.origin.startswith("@") else f"{ref.qualname}()",
                    items=shaped.items, keys=shaped.keys, func=ret.func, node=node, template=ret.template)
@@ -570,7 +552,7 @@ class Calls:
             return
         params = self._param_names(ref)
         changed = False
-        for attr, index in _param_stores(ref.node, params):
+        for attr, index in arguments.param_stores(ref.node, params):
             arg = actual.get(index)
             if arg is None:
                 continue

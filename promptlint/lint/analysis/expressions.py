@@ -7,7 +7,7 @@ import builtins
 import re
 
 from promptlint.lint.analysis import loops
-from promptlint.lint.analysis.values import EMPTY, HISTORY, RUN_STATE, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join, merge
+from promptlint.lint.analysis.values import EMPTY, HISTORY, NEWEST, RUN_STATE, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join, merge
 from promptlint.lint.analysis.sinks import _role
 from promptlint.lint.diagnostic import Fix, TraceStep
 from promptlint.lint.run_state import graph_node, state_key
@@ -273,7 +273,8 @@ class Expressions:
             return Val(origin=ref.qualname, func=ref, node=node)
         if attr in info.attrs:
             return info.attrs[attr]
-        return None
+        typed = owner.attribute_class(info, attr) if instance else None  # `llm: BaseLLM` in the class body
+        return Val(origin=f"@{typed}()", node=node) if typed is not None else None
 
     def _class_info(self, qual: str) -> tuple[ModuleAnalysis, ClassInfo] | None:
         found = self.m.resolve_function(qual)
@@ -295,6 +296,9 @@ class Expressions:
             return Val(base.taints, origin=kind, node=node) if kind else None
         spec = self.m.catalog.source_fields.get(name)
         what = "field"
+        if spec is None and name in ("content", "text") and base.origin == NEWEST:
+            specs = self.m.catalog.source_newest_of.match("messages")
+            spec, what = (specs[0], "the newest message's") if specs else (None, what)
         if spec is None and name in ("content", "text") and _is_last(receiver) and not self._built_here(receiver.value):
             listed = _list_name(receiver.value)
             specs = self.m.catalog.source_newest_of.match(listed) if listed else []

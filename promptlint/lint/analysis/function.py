@@ -38,6 +38,7 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         self.history_adds = 0  # > 0 while evaluating `context.add_message(...)` arguments: after the history
         self.lazy: list[str | None] = []  # names that enclosing `if x is None:` tests set once
         self.first_pass = 0  # > 0 inside `if self.turn_count == 0:`: code that runs on the first call only
+        self.replies = False  # a model was asked here (Summary.replies)
         self.control: list[tuple[Taint, ...]] = []  # clock taints of enclosing `if now.hour < 12:` tests
         self.turn_objects: dict[str, Taint] = {}  # per-turn parameters typed as objects: only their text is
         self.run_state = False  # an instructions function a framework calls: its parameters are the run's context
@@ -57,6 +58,7 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         """The summary; a set-up path's result is what it computed once (a sticky session id, the
         stored first messages), so its clock and ids do not reach callers as per-request values."""
         summary = super().run_function()
+        summary.replies = self.replies
         if self.frozen:
             summary.ret = summary.ret.keep_deep(frozen_ok)
             summary.writes = {i: kept for i, ts in summary.writes.items() if (kept := tuple(filter(frozen_ok, ts)))}

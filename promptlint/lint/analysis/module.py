@@ -20,6 +20,16 @@ _UI_TOOLKITS = frozenset({"textual", "urwid", "curses", "prompt_toolkit", "tkint
                           "PySide6", "wx", "kivy"})
 
 
+def is_abstract(func: ast.AST) -> bool:
+    """A method whose body only declares it: ``@abstractmethod``, or a docstring, ``pass``,
+    ``...`` or ``raise NotImplementedError``."""
+    if any((d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", "")) == "abstractmethod"
+           for d in getattr(func, "decorator_list", ())):
+        return True
+    body = [s for s in getattr(func, "body", ()) if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    return all(isinstance(s, ast.Pass) or (isinstance(s, ast.Raise) and "NotImplementedError" in ast.dump(s)) for s in body)
+
+
 class ModuleAnalysis:
     """Analyse one module: its module-level code and every function, lazily summarised."""
 
@@ -115,6 +125,37 @@ class ModuleAnalysis:
             return f"{inner}.{node.attr}" if inner else None
         return None
 
+    def attribute_class(self, info: ClassInfo, attr: str, depth: int = 0) -> str | None:
+        """The class an attribute is declared with in a class body (``llm: BaseLLM`` of a pydantic
+        model or a dataclass), in ``info`` or a base class of it: its qualified name."""
+        for stmt in info.node.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == attr:
+                return self._annotation_class(stmt.annotation)
+        for base in info.bases if depth < 4 else ():
+            found = self.classes.get(base) or (self.resolve_function(base) if base else None)
+            if isinstance(found, ClassInfo):
+                qual = (found.module or self).attribute_class(found, attr, depth + 1)
+                if qual is not None:
+                    return qual
+        return None
+
+    def _annotation_class(self, annotation: ast.AST) -> str | None:
+        """``BaseLLM``, ``"BaseLLM"``, ``Optional[BaseLLM]``, ``BaseLLM | None``: a class's name."""
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            try:
+                annotation = ast.parse(annotation.value, mode="eval").body
+            except SyntaxError:
+                return None
+        if isinstance(annotation, ast.Subscript) and self._dotted(annotation.value) in ("Optional", "typing.Optional"):
+            annotation = annotation.slice
+        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+            sides = [s for s in (annotation.left, annotation.right) if not (isinstance(s, ast.Constant) and s.value is None)]
+            annotation = sides[0] if len(sides) == 1 else None
+        dotted = self._dotted(annotation) if annotation is not None else None
+        if not dotted or not dotted.rsplit(".", 1)[-1][:1].isupper():
+            return None
+        return f"{self.module_name}.{dotted}" if dotted in self.classes else dotted
+
     def imports_library(self, names: tuple[str, ...]) -> bool:
         return any(imp == n or imp.startswith(n + ".") for n in names for imp in self.imported_roots)
 
@@ -193,6 +234,18 @@ class ModuleAnalysis:
             names |= new
             todo = [r for r in refs if id(r.node) not in self.summaries and new and self._mentions(r.node, new)]
 
+    def _declaring_bases(self, info: ClassInfo, name: str, depth: int = 0) -> list[str]:
+        """The project base classes above ``info`` that declare method ``name`` abstract."""
+        out = []
+        for base in info.bases if depth < 3 else ():
+            found = self.classes.get(base) or (self.resolve_function(base) if base else None)
+            if isinstance(found, ClassInfo):
+                declared = found.methods.get(name)
+                if declared is not None and is_abstract(declared.node):
+                    out.append(found.name)
+                out += (found.module or self)._declaring_bases(found, name, depth + 1)
+        return out
+
     def _segment(self, node: ast.AST) -> str:
         start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
         return "\n".join(self.lines[start - 1: node.end_lineno])
@@ -210,7 +263,10 @@ class ModuleAnalysis:
                 if ref.cls is None:
                     out.append(ref.node.name)
                 else:  # a method is called as `x.build(text)`; `Builder(text)` names the class
-                    out += ["." + ref.node.name, ref.cls.name]
+                    # (`__init__` is called by the class's name only), and a caller may hold it as
+                    # the base class that declares the method (`llm: BaseLLM`)
+                    out += [ref.cls.name] if ref.node.name.startswith("__") else ["." + ref.node.name, ref.cls.name]
+                    out += ["+" + base for base in self._declaring_bases(ref.cls, ref.node.name)]
         return sorted(set(out))
 
     def summary(self, ref: FunctionRef) -> Summary:
@@ -362,6 +418,14 @@ class ModuleAnalysis:
                         found.append(info.methods[name])
             cache[name] = found
         return cache[name]
+
+    def implementation(self, ref: FunctionRef) -> FunctionRef:
+        """What a call of ``ref`` runs: the method itself, or, for an abstract method with one
+        implementation in the project (``Project.overrides``), that one. With several (one
+        adapter per provider), which one runs is decided at run time: the call stays opaque
+        rather than follow one of them, or all, through code the caller may never reach."""
+        found = self.project.overrides(ref, self) if self.project is not None and ref.cls is not None else []
+        return found[0] if len(found) == 1 else ref
 
     def local_callable(self, dotted: str) -> FunctionRef | ClassInfo | None:
         head, _, tail = dotted.partition(".")

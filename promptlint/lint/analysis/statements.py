@@ -7,7 +7,7 @@ import re
 
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, is_system_message
-from promptlint.lint.analysis.values import RUN_STATE, FunctionRef, Summary, Taint, Val, frozen_ok, join, merge
+from promptlint.lint.analysis.values import NEWEST, RUN_STATE, FunctionRef, Summary, Taint, Val, frozen_ok, join, merge
 from promptlint.lint.guards import first_pass, unset_test
 from promptlint.lint.run_state import state_key, state_receiver
 
@@ -267,6 +267,8 @@ class Statements:
         unordered = tuple(t for t in iter_val.taints if t.label == "unordered")
         element = iter_val.with_taints(tuple(t for t in iter_val.taints if t.label != "unordered"))
         element = self.element_of(node.iter, Val(element.taints, node=element.node, keys=_common_fields(iter_val.items)))
+        if _newest_first(node, self.m.catalog.source_newest_of):
+            element = Val(element.taints, origin=NEWEST, node=element.node)
         self.depth += 1
         self.loop_depth += 1
         self.loop_unordered.append(tuple(self._consumed(t, node.iter) for t in unordered))
@@ -486,6 +488,26 @@ class Statements:
             grew = self.per_call_growth  # what this call added stays with this call (loops.per_call)
             self.cls.attrs[name[5:]] = self.env[name].keep_deep(
                 lambda t: loops.origin(t) not in grew) if grew else self.env[name]
+
+
+def _newest_first(node: ast.AST, newest) -> bool:
+    """``for m in reversed(messages): if m["role"] == "user": return m["content"]``: a search of
+    the conversation from its newest end that stops at the first match (cached on the loop)."""
+    found = getattr(node, "_promptlint_newest", None)
+    if found is None:
+        it = getattr(node, "iter", None)
+        if isinstance(it, ast.Call) and getattr(it.func, "id", None) == "reversed" and len(it.args) == 1:
+            it = it.args[0]
+        elif (isinstance(it, ast.Subscript) and isinstance(it.slice, ast.Slice) and it.slice.lower is None
+              and isinstance(it.slice.step, ast.UnaryOp) and isinstance(it.slice.step.operand, ast.Constant)
+              and it.slice.step.operand.value == 1):
+            it = it.value
+        else:
+            it = None
+        listed = it.attr if isinstance(it, ast.Attribute) else getattr(it, "id", None)
+        found = node._promptlint_newest = bool(listed and newest.match(listed)) and any(
+            isinstance(n, (ast.Return, ast.Break)) for stmt in node.body for n in ast.walk(stmt))
+    return found
 
 
 def _state_update(value: ast.AST) -> int:

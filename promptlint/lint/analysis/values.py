@@ -18,6 +18,9 @@ from promptlint.lint.diagnostic import Fix, TraceStep
 RUN_STATE = "~run-state"
 #: The origin of an element of a list named for a conversation's history (`for m in messages:`).
 HISTORY = "~history"
+#: An element of a conversation searched from its newest end (`for m in reversed(messages): ...
+#: return m["content"]`): its text is this turn's.
+NEWEST = "~history:newest"
 MAX_TAINTS = 16
 MAX_STEPS = 14
 
@@ -160,6 +163,9 @@ class Summary:
     param_sinks: list[ParamSink] = field(default_factory=list)
     #: What the function writes into a parameter's object (``context["now"] = now()``): index -> taints.
     writes: dict[int, tuple[Taint, ...]] = field(default_factory=dict)
+    #: The function asks a model (``client.chat.completions.create(...)``): what it returns is the
+    #: reply, which carries none of the request its arguments made.
+    replies: bool = False
 
 
 @dataclass
