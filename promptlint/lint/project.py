@@ -35,7 +35,8 @@ class Project:
         self._by_name: dict[str, str | None] = {}
         self._package_dirs: dict[str, bool] = {}
         self._templates: dict[str, tuple[str, str] | None] = {}
-        self._overrides: dict[tuple[str, str], list[FunctionRef]] = {}
+        self._overrides: dict[tuple[str, str], FunctionRef | None] = {}
+        self._class_index: dict[str, list[tuple[str, str, str, frozenset[str]]]] = {}
         self._roots: list[str] = sorted(set(self.extra_roots))
         self._entries: dict[str, frozenset[str]] = {}
         self._bodies_running: set[str] = set()
@@ -193,39 +194,63 @@ class Project:
             return info.methods.get(rest[1])
         return None
 
-    def overrides(self, ref: FunctionRef, origin: ModuleAnalysis) -> list[FunctionRef]:
-        """The project's implementations of an abstract method (``BaseLLM.generate`` that only
-        raises ``NotImplementedError``): the methods of that name in the subclasses declared in
-        the base class's package: its folder, the folder above, and the folders below those
-        (provider adapters live beside their base: ``llms/base.py``, ``llms/openai/chat.py``).
-        Empty for a method with a body of its own."""
+    def override(self, ref: FunctionRef, origin: ModuleAnalysis) -> FunctionRef | None:
+        """The project's one implementation of an abstract method (``BaseLLM.generate`` that only
+        raises ``NotImplementedError``), among the subclasses (and theirs) declared in the base
+        class's package: its folder, the folder above, and the folders below those (provider
+        adapters live beside their base: ``llms/base.py``, ``llms/openai/chat.py``). None for a
+        method with a body of its own, or with no or several implementations (one adapter per
+        provider: which one runs is decided at run time)."""
         info = ref.cls
         if info is None or info.module is None or not is_abstract(ref.node):
-            return []
+            return None
         key = (info.qualname, ref.node.name)
         if key not in self._overrides:
-            self._overrides[key] = found = []
-            folder = os.path.dirname(os.path.abspath(info.module.path))
-            parent = os.path.dirname(folder) if self._is_package(folder) else folder
-            texts = [(path, text) for path in _python_files(parent) if (text := _small_text(path, self.max_file_bytes))]
-            bases, seen = {info.name}, set()
-            for _ in range(3):  # subclasses, and theirs (`OpenAIChat(BaseChatModel)`, `BaseChatModel(BaseLLM)`)
-                declares = re.compile(rf"^[ \t]*class[ \t]+(\w+)[ \t]*\([^)]*\b(?:{'|'.join(map(re.escape, sorted(bases)))})\b", re.M)
-                bases = set()
-                for path, text in texts:
-                    names = [n for n in declares.findall(text) if (path, n) not in seen]
-                    module = self.analysis(path) if names else None
-                    for name in names if module is not None else ():
-                        seen.add((path, name))
-                        bases.add(name)
-                        method = module.classes[name].methods.get(ref.node.name) if name in module.classes else None
-                        if method is not None and not is_abstract(method.node):
-                            found.append(method)
-                if not bases:
-                    break
-        for method in self._overrides[key]:
-            origin.deps.add(method.module.path)
-        return self._overrides[key]
+            self._overrides[key] = self._find_override(info, ref.node.name)
+        found = self._overrides[key]
+        if found is not None:
+            origin.deps.add(found.module.path)
+        return found
+
+    def _find_override(self, info: ClassInfo, name: str) -> FunctionRef | None:
+        defines = re.compile(rf"\bdef[ \t]+{re.escape(name)}[ \t]*\(")
+        found = []
+        for path, text, classes in self._subclasses(info):
+            # Parsed only when the file defines a method of that name (a text test first).
+            module = self.analysis(path) if defines.search(text) else None
+            for cls in (module.classes.get(n) for n in classes) if module is not None else ():
+                method = cls.methods.get(name) if cls is not None else None
+                if method is not None and not is_abstract(method.node):
+                    found.append(method)
+            if len(found) > 1:
+                return None
+        return found[0] if found else None
+
+    def _subclasses(self, info: ClassInfo) -> list[tuple[str, str, list[str]]]:
+        """(path, text, class names) of the files in ``info``'s package that declare subclasses
+        of it, and subclasses of those (`OpenAIChat(BaseChatModel)`, `BaseChatModel(BaseLLM)`)."""
+        folder = os.path.dirname(os.path.abspath(info.module.path))
+        parent = os.path.dirname(folder) if self._is_package(folder) else folder
+        if parent not in self._class_index:
+            # Every class statement of the package, read once: (path, text, name, the words of its bases).
+            index = []
+            for path in _python_files(parent):
+                text = _small_text(path, self.max_file_bytes)
+                for match in _CLASS_STATEMENT.finditer(text or ""):
+                    index.append((path, text, match.group(1), frozenset(re.findall(r"\w+", match.group(2)))))
+            self._class_index[parent] = index
+        index = self._class_index[parent]
+        bases, seen, out = {info.name}, set(), {}
+        for _ in range(3):
+            found = [(path, text, name) for path, text, name, words in index
+                     if not words.isdisjoint(bases) and (path, name) not in seen]
+            seen.update((path, name) for path, _, name in found)
+            bases = {name for _, _, name in found}
+            for path, text, name in found:
+                out.setdefault(path, (text, []))[1].append(name)
+            if not bases:
+                break
+        return [(path, text, names) for path, (text, names) in sorted(out.items())]
 
     def resolve_value(self, qualname: str, origin: ModuleAnalysis, depth: int = 0):
         """The value of a module-level constant of the project (``from .const import PROMPT``)."""
@@ -290,6 +315,8 @@ class Project:
         return None
 
 
+#: A class statement with bases: its name and the text of its bases.
+_CLASS_STATEMENT = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
 #: How many files below a base class's folder are searched for its subclasses.
 MAX_OVERRIDE_FILES = 200
 

@@ -424,8 +424,8 @@ class ModuleAnalysis:
         implementation in the project (``Project.overrides``), that one. With several (one
         adapter per provider), which one runs is decided at run time: the call stays opaque
         rather than follow one of them, or all, through code the caller may never reach."""
-        found = self.project.overrides(ref, self) if self.project is not None and ref.cls is not None else []
-        return found[0] if len(found) == 1 else ref
+        found = self.project.override(ref, self) if self.project is not None and ref.cls is not None else None
+        return found or ref
 
     def local_callable(self, dotted: str) -> FunctionRef | ClassInfo | None:
         head, _, tail = dotted.partition(".")
