@@ -656,7 +656,8 @@ def step(client, tool, args, variables):
     outcome = run_tool(tool, args)
     variables["last"] = outcome.%s
     system = "Variables:\\n" + "\\n".join(f"{k} = {v}" for k, v in sorted(variables.items()))
-    return client.chat.completions.create(model="m", messages=[{"role": "system", "content": system}])
+    return client.chat.completions.create(model="m", messages=[{"role": "system", "content": system},
+                                                                {"role": "user", "content": "Next step."}])
 '''
 
 
@@ -715,3 +716,33 @@ def reply(llm, messages):
 '''
     [found] = lint_source(source)
     assert (found.code, found.line) == ("PC101", 10)
+
+
+# ------------------------------------------- a request whose only message is the system message
+ONE_SHOT = '''import time
+from openai import OpenAI
+
+client = OpenAI()
+
+
+def summarize(results, history):
+    %s
+    return client.chat.completions.create(model="m", messages=%s)
+'''
+
+
+@pytest.mark.parametrize("build, sent", [
+    ('messages = [{"role": "system", "content": f"At {time.time()} summarize: {results}"}]', "messages"),
+    ("pass", '[{"role": "system", "content": f"At {time.time()} summarize: {results}"}]'),
+])
+def test_a_request_whose_only_message_is_the_system_message_is_a_one_shot_task(build, sent):
+    assert lint_source(ONE_SHOT % (build, sent)) == []
+
+
+@pytest.mark.parametrize("build, sent", [
+    ('messages = [{"role": "system", "content": f"At {time.time()}"}]\n    messages += history', "messages"),
+    ("pass", '[{"role": "system", "content": f"At {time.time()}"}, *history]'),
+    ('messages = [{"role": "system", "content": f"At {time.time()}"}]\n    return messages', "messages"),
+])
+def test_a_system_message_ahead_of_more_messages_is_still_a_stable_layer(build, sent):
+    assert [d.code for d in lint_source(ONE_SHOT % (build, sent))] == ["PC101"]

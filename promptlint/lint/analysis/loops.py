@@ -247,6 +247,9 @@ class Bindings(NamedTuple):
     empty_lists: frozenset[str]  # names bound to ``[]``, to be filled here
     self_attrs: frozenset[str]  # ``self.x`` names it assigns
     tests_membership: bool  # it tests ``in`` / ``not in`` somewhere
+    #: ids of message dicts that are a request's only message (``messages=[{"role": "system",
+    #: "content": task}]``, or a list bound once to a name that is only ever passed to calls)
+    lone_messages: frozenset[int] = frozenset()
 
 
 def bindings(func: ast.AST) -> Bindings:
@@ -281,5 +284,31 @@ def bindings(func: ast.AST) -> Bindings:
             continue
         if isinstance(value, ast.Name):
             aliases[stmt.targets[0].id] = (value.id, stmt.lineno, attr)
-    func._promptlint_bindings = found = Bindings(frozenset(stores), aliases, frozenset(empty), frozenset(attrs), tests)
+    func._promptlint_bindings = found = Bindings(frozenset(stores), aliases, frozenset(empty), frozenset(attrs), tests,
+                                                 _lone_messages(func, stores))
     return found
+
+
+def _lone_messages(func: ast.AST, stores: Counter) -> frozenset[int]:
+    """A one-message request: a message list display of one dict, given as a call's keyword or
+    bound once to a name whose every read is a call's argument (nothing is added to it)."""
+    def single(value) -> int | None:
+        return id(value.elts[0]) if isinstance(value, ast.List) and len(value.elts) == 1 and isinstance(
+            value.elts[0], ast.Dict) else None
+
+    lone, named = set(), {}
+    for n in ast.walk(func):
+        if isinstance(n, ast.keyword) and n.arg == "messages" and single(n.value):
+            lone.add(single(n.value))
+        elif (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+              and stores[n.targets[0].id] == 1 and single(n.value)):
+            named[n.targets[0].id] = single(n.value)
+    if named:
+        passed = {id(a) for n in ast.walk(func) if isinstance(n, ast.Call)
+                  for a in [*n.args, *(k.value for k in n.keywords)] if isinstance(a, ast.Name)}
+        reads = {}
+        for n in ast.walk(func):
+            if isinstance(n, ast.Name) and n.id in named and isinstance(n.ctx, ast.Load):
+                reads.setdefault(n.id, []).append(id(n) in passed)
+        lone.update(named[name] for name, ok in reads.items() if ok and all(ok))
+    return frozenset(lone)

@@ -144,8 +144,8 @@ class Sinks:
                 for block, _ in blocks[: marked[-1] + 1]:
                     self._report_val(block, block.node or node, layer, "value")
         elif kind == "chat-messages":
-            if val.items is None:
-                return
+            if val.items is None or len(val.items) == 1:
+                return  # (the request's only message: a one-shot task prompt, see check_message_shape)
             # Only the leading run of system/developer messages is the stable prefix; a system
             # message appended later sits after the history and is volatile by position.
             for msg in val.items:
@@ -345,6 +345,8 @@ class Sinks:
         role = _role(keys.get("role"))
         if role not in ("system", "developer"):
             return
+        if self.ref is not None and id(node) in loops.bindings(self.ref.node).lone_messages:
+            return  # the request's only message: a one-shot task prompt, no prefix shared with a turn
         for key in ("content", "parts", "text"):
             content = keys.get(key)
             if content is not None:
