@@ -746,3 +746,38 @@ def test_a_request_whose_only_message_is_the_system_message_is_a_one_shot_task(b
 ])
 def test_a_system_message_ahead_of_more_messages_is_still_a_stable_layer(build, sent):
     assert [d.code for d in lint_source(ONE_SHOT % (build, sent))] == ["PC101"]
+
+
+# ------------------------------------------------ a name bound afresh leaves its old fields behind
+def test_a_field_stored_on_one_loop_element_is_not_the_next_elements():
+    source = '''import datetime
+
+
+def package_system_message(system_message):
+    return f"Reminder: {system_message}"
+
+
+def wrap(contents, role):
+    for content in contents:
+        if role == "user":
+            content.text = f"[{datetime.datetime.now()}] {content.text}"
+        elif role == "system":
+            content.text = package_system_message(system_message=content.text)
+    return contents
+'''
+    # (Before, the first element's stamped text was carried into the second pass's `content.text`.)
+    assert lint_source(source) == []
+
+
+def test_a_name_rebound_to_a_new_object_leaves_the_old_objects_fields_behind():
+    source = '''import datetime
+from openai import OpenAI
+
+
+def send(note):
+    note.text = f"Sent {datetime.datetime.now()}"
+    note = Note()
+    return OpenAI().chat.completions.create(model="m", messages=[{"role": "system", "content": note.text}, {"role": "user", "content": "hi"}])
+'''
+    assert lint_source(source) == []
+    assert [d.code for d in lint_source(source.replace("    note = Note()\n", ""))] == ["PC101"]

@@ -279,7 +279,7 @@ class Statements:
                 # name (`language = code_dict["language"]`) does not flow into the next element.
                 for sub in ast.walk(target):
                     if isinstance(sub, ast.Name):
-                        self.env.pop(sub.id, None)
+                        self._forget(sub.id)
                 self.assign(target, element, node)
             self.run_block(body)
         self.loop_unordered.pop()
@@ -467,7 +467,15 @@ class Statements:
     def _store(self, name: str, val: Val, weak: bool) -> None:
         if (weak or self.depth > 0) and name in self.env:
             val = join(self.env[name], val)
+        elif "." not in name:
+            self._forget(name)  # a new object: what was stored in the old one's fields is not in it
         self.env[name] = val
+
+    def _forget(self, name: str) -> None:
+        """A name bound afresh: its value and what was stored in its fields (``content.text``)."""
+        self.env.pop(name, None)
+        for key in [k for k in self.env if k.startswith(name + ".")]:
+            del self.env[key]
 
     def _dotted_local(self, node: ast.AST) -> str | None:
         if isinstance(node, ast.Name):
