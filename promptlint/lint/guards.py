@@ -32,7 +32,14 @@ def first_pass(node: ast.If) -> int:
     (``if self.turn_count == 0:``), or a test of an attribute the branch itself sets or fills
     (``if not self.memory_called: ...; self.memory_called = True``,
     ``if not self.messages: self.messages.append(system)``). What it builds is set once per
-    object (a task, a session) and reused unchanged (docs/field.md)."""
+    object (a task, a session) and reused unchanged (docs/field.md). Read once per node."""
+    found = getattr(node, "_promptlint_first_pass", None)
+    if found is None:
+        found = node._promptlint_first_pass = _first_pass(node)
+    return found
+
+
+def _first_pass(node: ast.If) -> int:
     test = node.test
     if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.Lt, ast.LtE))
             and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value in (0, 1)
@@ -40,21 +47,21 @@ def first_pass(node: ast.If) -> int:
         if isinstance(test.ops[0], ast.Lt) != (test.comparators[0].value == 1):
             return 0
         counter = test.left
-        return int(_self_attribute(counter) is not None)
-    attr = unset_test(test) or _self_attribute(_len_zero(test))
+        return int(self_attribute(counter) is not None)
+    attr = unset_test(test) or self_attribute(_len_zero(test))
     if attr is None:
         return 0
     for n in (n for stmt in node.body for n in ast.walk(stmt)):
         targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
-        if any(_self_attribute(t) == attr for t in targets):
+        if any(self_attribute(t) == attr for t in targets):
             return 1
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in GROWERS \
-                and _self_attribute(n.func.value) == attr:
+                and self_attribute(n.func.value) == attr:
             return 1
     return 0
 
 
-def _self_attribute(node: ast.AST | None) -> str | None:
+def self_attribute(node: ast.AST | None) -> str | None:
     """``self.turn_count`` as "self.turn_count"; None for anything else."""
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
         return f"self.{node.attr}"

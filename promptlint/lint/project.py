@@ -116,14 +116,11 @@ class Project:
         self._modules[key] = None  # guards import cycles while we build it
         if text is None:
             try:
-                raw = Path(key).read_bytes()
-                if len(raw) > self.max_file_bytes:
-                    return None
-                text = decode_source(raw)
-            except OSError:
-                return None
+                text = _read_source(key, self.max_file_bytes)
             except SourceError as exc:
                 self.failed[path] = (exc.code, exc.detail, 1, 1)
+                return None
+            if text is None:
                 return None
         if tree is None:
             try:
@@ -235,7 +232,10 @@ class Project:
             # Every class statement of the package, read once: (path, text, name, the words of its bases).
             index = []
             for path in _python_files(parent):
-                text = _small_text(path, self.max_file_bytes)
+                try:
+                    text = _read_source(path, self.max_file_bytes)
+                except SourceError:
+                    continue
                 for match in _CLASS_STATEMENT.finditer(text or ""):
                     index.append((path, text, match.group(1), frozenset(re.findall(r"\w+", match.group(2)))))
             self._class_index[parent] = index
@@ -339,9 +339,11 @@ def _python_files(folder: str, depth: int = 2) -> list[str]:
     return out[:MAX_OVERRIDE_FILES]
 
 
-def _small_text(path: str, limit: int) -> str | None:
+def _read_source(path: str, limit: int) -> str | None:
+    """A file's decoded text; None when it cannot be read or is larger than ``limit`` bytes. A
+    file that does not decode raises ``SourceError``."""
     try:
         raw = Path(path).read_bytes()
-        return decode_source(raw) if len(raw) <= limit else None
-    except (OSError, SourceError):
+    except OSError:
         return None
+    return decode_source(raw) if len(raw) <= limit else None

@@ -293,18 +293,9 @@ def test_what_a_block_that_goes_on_to_the_next_pass_adds_is_still_carried():
 
 
 def test_a_retry_nested_in_a_block_that_returns_is_still_carried():
-    body = '''
-
-def run(query):
-    notes = ""
-    for attempt in range(3):
-        answer = ask(f"Answer. Notes so far:\\n{notes}", query)
-        if answer.ok:
-            if answer.partial:
-                notes += answer.text
-                continue
-            return answer
-'''
+    body = (ENDS % "return answer").replace(
+        "            notes += answer.text\n",
+        "            if answer.partial:\n                notes += answer.text\n                continue\n")
     assert [code for _, code, _ in found(body)] == ["PC401"]
 
 

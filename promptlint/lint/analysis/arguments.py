@@ -8,7 +8,7 @@ import ast
 import re
 
 from promptlint.lint.analysis.values import Taint, Val
-from promptlint.lint.guards import GROWERS
+from promptlint.lint.guards import GROWERS, self_attribute
 
 #: Methods that change their receiver in place.
 MUTATORS = GROWERS | {"__setitem__"}
@@ -87,21 +87,16 @@ def param_stores(func: ast.AST, params: list[str]) -> list[tuple[str, int]]:
         return sorted({index[n.id] for n in ast.walk(expr)
                        if isinstance(n, ast.Name) and n.id in index and n.id not in ("self", "cls")})
 
-    def self_attr(target) -> str | None:
-        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-            return target.attr
-        return None
-
     for sub in ast.walk(func):
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in MUTATORS:
-            attr = self_attr(sub.func.value)
+            attr = self_attribute(sub.func.value)
             if attr:
-                found += [(attr, i) for a in sub.args for i in params_in(a)]
+                found += [(attr[5:], i) for a in sub.args for i in params_in(a)]
         elif isinstance(sub, (ast.Assign, ast.AugAssign)):
             targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
             for t in targets:
-                attr = self_attr(t)
+                attr = self_attribute(t)
                 if attr:
-                    found += [(attr, i) for i in params_in(sub.value)]
+                    found += [(attr[5:], i) for i in params_in(sub.value)]
     func._promptlint_param_stores = found
     return found

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from promptlint.lint.analysis.values import Taint, Val
-from promptlint.lint.guards import GROWERS
+from promptlint.lint.guards import GROWERS, self_attribute
 
 #: The per-turn family: a value that differs between the requests a loop sends.
 CODE = "PC401"
@@ -269,8 +269,7 @@ def bindings(func: ast.AST) -> Bindings:
                 singles.append(n)
             if not isinstance(n, ast.AugAssign) and isinstance(n.value, ast.List) and not n.value.elts:
                 empty.update(t.id for t in targets if isinstance(t, ast.Name))
-            attrs.update(f"self.{t.attr}" for t in targets
-                         if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self")
+            attrs.update(a for t in targets if (a := self_attribute(t)))
     aliases = {}
     for stmt in singles:
         value, attr = stmt.value, None
@@ -298,8 +297,8 @@ def _lone_messages(func: ast.AST, stores: Counter) -> frozenset[int]:
 
     lone, named = set(), {}
     for n in ast.walk(func):
-        if isinstance(n, ast.keyword) and n.arg == "messages" and single(n.value):
-            lone.add(single(n.value))
+        if isinstance(n, ast.keyword) and n.arg == "messages" and (only := single(n.value)):
+            lone.add(only)
         elif (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
               and stores[n.targets[0].id] == 1 and single(n.value)):
             named[n.targets[0].id] = single(n.value)

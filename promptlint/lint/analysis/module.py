@@ -131,13 +131,16 @@ class ModuleAnalysis:
         for stmt in info.node.body:
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == attr:
                 return self._annotation_class(stmt.annotation)
-        for base in info.bases if depth < 4 else ():
-            found = self.classes.get(base) or (self.resolve_function(base) if base else None)
-            if isinstance(found, ClassInfo):
-                qual = (found.module or self).attribute_class(found, attr, depth + 1)
-                if qual is not None:
-                    return qual
+        for found in self.base_classes(info) if depth < 4 else ():
+            qual = (found.module or self).attribute_class(found, attr, depth + 1)
+            if qual is not None:
+                return qual
         return None
+
+    def base_classes(self, info: ClassInfo) -> list[ClassInfo]:
+        """The project classes ``info`` derives from (its bases as this module names them)."""
+        found = (self.classes.get(base) or (self.resolve_function(base) if base else None) for base in info.bases)
+        return [f for f in found if isinstance(f, ClassInfo)]
 
     def _annotation_class(self, annotation: ast.AST) -> str | None:
         """``BaseLLM``, ``"BaseLLM"``, ``Optional[BaseLLM]``, ``BaseLLM | None``: a class's name."""
@@ -237,13 +240,11 @@ class ModuleAnalysis:
     def _declaring_bases(self, info: ClassInfo, name: str, depth: int = 0) -> list[str]:
         """The project base classes above ``info`` that declare method ``name`` abstract."""
         out = []
-        for base in info.bases if depth < 3 else ():
-            found = self.classes.get(base) or (self.resolve_function(base) if base else None)
-            if isinstance(found, ClassInfo):
-                declared = found.methods.get(name)
-                if declared is not None and is_abstract(declared.node):
-                    out.append(found.name)
-                out += (found.module or self)._declaring_bases(found, name, depth + 1)
+        for found in self.base_classes(info) if depth < 3 else ():
+            declared = found.methods.get(name)
+            if declared is not None and is_abstract(declared.node):
+                out.append(found.name)
+            out += (found.module or self)._declaring_bases(found, name, depth + 1)
         return out
 
     def _segment(self, node: ast.AST) -> str:
@@ -421,7 +422,7 @@ class ModuleAnalysis:
 
     def implementation(self, ref: FunctionRef) -> FunctionRef:
         """What a call of ``ref`` runs: the method itself, or, for an abstract method with one
-        implementation in the project (``Project.overrides``), that one. With several (one
+        implementation in the project (``Project.override``), that one. With several (one
         adapter per provider), which one runs is decided at run time: the call stays opaque
         rather than follow one of them, or all, through code the caller may never reach."""
         found = self.project.override(ref, self) if self.project is not None and ref.cls is not None else None
