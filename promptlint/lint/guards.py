@@ -75,3 +75,31 @@ def _len_zero(test: ast.AST) -> ast.AST | None:
             and isinstance(test.left, ast.Call) and getattr(test.left.func, "id", None) == "len" and len(test.left.args) == 1):
         return test.left.args[0]
     return None
+
+
+_ROLE_WORDS = {"system", "developer", "SYSTEM", "DEVELOPER"}
+
+
+def role_test(node: ast.AST) -> int:
+    """1 when a test or match pattern singles out the system/developer role (cached on the node:
+    a test is evaluated on each pass of its loop and each summary of its function)."""
+    found = getattr(node, "_promptlint_role", None)
+    if found is None:
+        found = node._promptlint_role = int(any(
+            isinstance(sub, ast.Constant) and sub.value in _ROLE_WORDS
+            or isinstance(sub, ast.Attribute) and sub.attr in _ROLE_WORDS
+            or isinstance(sub, ast.Name) and sub.id in _ROLE_WORDS  # `msg[ROLE] == SYSTEM`
+            for sub in ast.walk(node)))
+    return found
+
+
+def picks_system(test: ast.AST, name: str) -> bool:
+    """A test that keeps only the system/developer messages among the values of ``name``:
+    ``m["role"] == "system"``, ``m.get("role") in ("system", "developer")``, ``m.role is
+    Role.SYSTEM`` (alone or in an ``and``). ``!=`` and ``not`` keep the others."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(picks_system(value, name) for value in test.values)
+    return (isinstance(test, ast.Compare) and bool(role_test(test))
+            and all(isinstance(op, (ast.Eq, ast.Is, ast.In)) for op in test.ops)
+            and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(test)))
+

@@ -101,3 +101,4 @@ def test_a_caller_of_a_method_that_carries_a_parameter_into_a_sink_is_analysed_o
     report = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1)
     assert [(d.path.rsplit("/", 1)[-1], d.line, d.code) for d in report.diagnostics] == [("app.py", 7, "PC101")]
     assert report.analyzed == 2  # helpers.py (a sink) and app.py (a caller of Assistant.ask)
+

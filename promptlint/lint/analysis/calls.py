@@ -7,7 +7,8 @@ import re
 
 from promptlint.lint.analysis import arguments, loops
 from promptlint.lint.analysis.values import EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, frozen_ok, merge
-from promptlint.lint.analysis.sinks import REQUEST_METHODS, before_history, entry_node, system_text, _role
+from promptlint.lint.analysis.rendered import rendered_callables
+from promptlint.lint.analysis.sinks import REQUEST_METHODS, before_history, entry_node, role_of, system_side, system_text
 from promptlint.lint.diagnostic import Fix, TraceStep
 
 _MUTATORS = arguments.MUTATORS
@@ -87,6 +88,9 @@ class Calls:
             args = [self.eval(a) for a in node.args]
             self.defer_shapes -= appending
             kwargs, splat = self._keyword_arguments(node)
+            for where, taints in rendered_callables(self, node, args, kwargs):  # `partial(date=get_date)`
+                holder = kwargs if isinstance(where, str) else args
+                holder[where] = holder[where].with_taints(merge(holder[where].taints, taints))
         finally:
             self.defer_shapes, self.history_adds = outer
         origin = func.origin
@@ -347,7 +351,7 @@ class Calls:
             # A system message appended after history sits late in the request (volatile by
             # position); appended to an empty or all-system list, it leads the request.
             late = method == "append" and items is not None and any(
-                i.keys is None or _role(i.keys.get("role")) not in ("system", "developer") for i in items)
+                i.keys is None or role_of(i.keys.get("role")) not in ("system", "developer") for i in items)
             if not late and (method != "insert" or before_history(args, items)):
                 self.check_message_shape(message, node.args[-1])
         if items is not None:
@@ -466,6 +470,8 @@ class Calls:
                     out.append(t)
                     continue
                 arg = actual.get(t.param)
+                if t.role_only and arg is not None:  # the system messages of a known message list
+                    arg = system_side(arg.items) or arg
                 for at in (arg.taints if arg is not None else ()):
                     if at.label != t.label or (t.code == LOCATED and at.code.startswith(_LOCATORS)):
                         continue

@@ -8,9 +8,10 @@ import re
 
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.values import EMPTY, HISTORY, NEWEST, RUN_STATE, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join, merge
-from promptlint.lint.analysis.sinks import _role
+from promptlint.lint.analysis.sinks import role_of, system_side
 from promptlint.lint.diagnostic import Fix, TraceStep
 from promptlint.lint.run_state import graph_node, state_key
+from promptlint.lint.guards import picks_system
 
 _BUILTINS = frozenset(dir(builtins))
 _TURN_TEXT_ATTRS = {"text", "content", "message", "messages", "query", "input", "prompt", "body", "question"}
@@ -264,6 +265,8 @@ class Expressions:
             return None
         owner, info = info
         owner.prepare_class(info)
+        if attr not in info.methods and attr not in info.attrs:
+            owner, info = owner.defining_class(info, attr) or (owner, info)  # a method of a base class
         if attr in info.methods:
             ref = info.methods[attr]
             decorators = {owner._dotted(d) for d in ref.node.decorator_list}
@@ -456,7 +459,7 @@ class Expressions:
     def eval_List(self, node) -> Val:
         items = [self.eval(e) for e in node.elts]
         for elt, item in zip(node.elts, items):  # ("system", text) pairs: LangChain's message tuples, anywhere
-            if item.items is not None and len(item.items) == 2 and _role(item.items[0]) in ("system", "developer"):
+            if item.items is not None and len(item.items) == 2 and role_of(item.items[0]) in ("system", "developer"):
                 text = item.items[1]
                 at = elt.elts[1] if isinstance(elt, (ast.Tuple, ast.List)) and len(elt.elts) == 2 else text.node or node
                 self.sink_value(text, at, "value", "system message (recognised by its shape)")
@@ -510,7 +513,13 @@ class Expressions:
                 carried.append(unordered)
             if self.passes:  # `[render(c) for c in calls]` over a list the loop grows grows too
                 carried.append(tuple(t for t in it.taints if loops.mine(self.passes, t)))
-            self.assign(gen.target, self.element_of(gen.iter, Val(tuple(t for t in it.taints if t.label != "unordered"))), gen)
+            element = Val(tuple(t for t in it.taints if t.label != "unordered"))
+            if isinstance(gen.target, ast.Name) and any(picks_system(cond, gen.target.id) for cond in gen.ifs):
+                # `[m for m in messages if m["role"] == "system"]`: the system messages only
+                element = system_side(it.items) or element
+                element = element.with_taints(tuple(t._replace(role_only=True) if t.param >= 0 else t
+                                                    for t in element.taints if t.label != "unordered"))
+            self.assign(gen.target, self.element_of(gen.iter, element), gen)
             for cond in gen.ifs:
                 self.eval(cond)
         vals = [self.eval(e) for e in elements]

@@ -142,6 +142,19 @@ class ModuleAnalysis:
         found = (self.classes.get(base) or (self.resolve_function(base) if base else None) for base in info.bases)
         return [f for f in found if isinstance(f, ClassInfo)]
 
+    def defining_class(self, info: ClassInfo, name: str, depth: int = 0) -> tuple["ModuleAnalysis", ClassInfo] | None:
+        """The project base class above ``info`` that defines method or attribute ``name``
+        (nearest first): what ``self.name`` is in a subclass that does not define it."""
+        for base in self.base_classes(info) if depth < 4 else ():
+            owner = base.module or self
+            owner.prepare_class(base)
+            if name in base.methods or name in base.attrs:
+                return owner, base
+            found = owner.defining_class(base, name, depth + 1)
+            if found is not None:
+                return found
+        return None
+
     def _annotation_class(self, annotation: ast.AST) -> str | None:
         """``BaseLLM``, ``"BaseLLM"``, ``Optional[BaseLLM]``, ``BaseLLM | None``: a class's name."""
         if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):

@@ -6,7 +6,7 @@ import ast
 import re
 
 from promptlint.lint.analysis import loops
-from promptlint.lint.analysis.values import LOCATED, ParamSink, Taint, Val, _const_str, clip, frozen_ok, merge
+from promptlint.lint.analysis.values import LOCATED, ParamSink, Taint, Val, _const_str, clip, common_fields, frozen_ok, merge
 from promptlint.lint.catalog import ArgSpec, Condition, SinkSpec
 from promptlint.lint.literal_search import LAYER_WRITER_NAME
 
@@ -342,7 +342,7 @@ class Sinks:
 
     def check_message_shape(self, keys: dict, node: ast.AST) -> None:
         """A system/developer-role message in any spelling is a stable layer wherever it is built."""
-        role = _role(keys.get("role"))
+        role = role_of(keys.get("role"))
         if role not in ("system", "developer"):
             return
         if self.ref is not None and id(node) in loops.bindings(self.ref.node).lone_messages:
@@ -389,7 +389,7 @@ def entry_node(node: ast.AST, key: str, val: Val) -> ast.AST:
 
 def is_system_message(message: Val) -> bool:
     """Whether a value is a message built with the system/developer role."""
-    return message.keys is not None and _role(message.keys.get("role")) in ("system", "developer")
+    return message.keys is not None and role_of(message.keys.get("role")) in ("system", "developer")
 
 
 def before_history(args: list[Val], items: list[Val] | None) -> bool:
@@ -400,7 +400,18 @@ def before_history(args: list[Val], items: list[Val] | None) -> bool:
         items is None or where < len(items) or where == 0)
 
 
-def _role(val: Val | None) -> str | None:
+def system_side(items: list[Val] | None) -> Val | None:
+    """The elements of a message list a test for the system role can pick: those whose role is
+    system or developer, or not known (history). None when no element says another role."""
+    if items is None:
+        return None
+    kept = [i for i in items if i.keys is None or role_of(i.keys.get("role")) in (None, "system", "developer")]
+    if len(kept) == len(items):
+        return None
+    return Val(merge(*(i.taints for i in kept)), keys=common_fields(kept))
+
+
+def role_of(val: Val | None) -> str | None:
     """``"system"``, ``Role.SYSTEM``, ``MessageRole.DEVELOPER.value``: the role a message says it has."""
     if val is None:
         return None

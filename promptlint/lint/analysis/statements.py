@@ -6,26 +6,11 @@ import ast
 import re
 
 from promptlint.lint.analysis import loops
-from promptlint.lint.analysis.sinks import REQUEST_METHODS, is_system_message
-from promptlint.lint.analysis.values import NEWEST, RUN_STATE, FunctionRef, Summary, Taint, Val, frozen_ok, join, merge
-from promptlint.lint.guards import first_pass, unset_test
+from promptlint.lint.analysis.sinks import REQUEST_METHODS, is_system_message, system_side
+from promptlint.lint.analysis.values import (NEWEST, RUN_STATE, FunctionRef, Summary, Taint, Val, common_fields, frozen_ok,
+                                             join, merge)
+from promptlint.lint.guards import first_pass, picks_system, role_test, unset_test
 from promptlint.lint.run_state import state_key, state_receiver
-
-_ROLE_WORDS = {"system", "developer", "SYSTEM", "DEVELOPER"}
-
-
-def _is_role_test(node: ast.AST) -> int:
-    """1 when a test or match pattern singles out the system/developer role (cached on the node:
-    a test is evaluated on each pass of its loop and each summary of its function)."""
-    found = getattr(node, "_promptlint_role", None)
-    if found is None:
-        found = node._promptlint_role = int(any(
-            isinstance(sub, ast.Constant) and sub.value in _ROLE_WORDS
-            or isinstance(sub, ast.Attribute) and sub.attr in _ROLE_WORDS
-            or isinstance(sub, ast.Name) and sub.id in _ROLE_WORDS  # `msg[ROLE] == SYSTEM`
-            for sub in ast.walk(node)))
-    return found
-
 
 def _content_of(target: ast.AST) -> ast.AST | None:
     """The message written to by ``msg["content"] = ...``, ``msg[CONTENT] += ...`` or
@@ -240,8 +225,12 @@ class Statements:
         before, depth = self.env, self.depth
         self.depth = 0  # (across loop iterations, the join below and the loop's second run carry values)
         self.env = dict(before)
-        dispatch = _is_role_test(node.test)
+        dispatch = role_test(node.test)
         self.role_branch += dispatch
+        if dispatch:  # `for m in messages: if m["role"] == "system":` sees the system messages only
+            for target, element, loop in self.role_elements:
+                if picks_system(node.test, target.id):
+                    self.assign(target, element, loop)
         lazy = unset_test(node.test)
         self.lazy.append(lazy)
         first = first_pass(node)
@@ -266,13 +255,16 @@ class Statements:
     def _loop(self, iter_val: Val, target, body, orelse, node) -> None:
         unordered = tuple(t for t in iter_val.taints if t.label == "unordered")
         element = iter_val.with_taints(tuple(t for t in iter_val.taints if t.label != "unordered"))
-        element = self.element_of(node.iter, Val(element.taints, node=element.node, keys=_common_fields(iter_val.items)))
+        element = self.element_of(node.iter, Val(element.taints, node=element.node, keys=common_fields(iter_val.items)))
         if _newest_first(node, self.m.catalog.source_newest_of):
             element = Val(element.taints, origin=NEWEST, node=element.node)
         self.depth += 1
         self.loop_depth += 1
         self.loop_unordered.append(tuple(self._consumed(t, node.iter) for t in unordered))
         self.passes.append(loops.enter(node, body, self.env, REQUEST_METHODS))
+        picked = system_side(iter_val.items) if isinstance(target, ast.Name) else None
+        if picked is not None:
+            self.role_elements.append((target, self.element_of(node.iter, picked), node))
         for _ in range(2):  # twice: values assigned late in the body flow to its start
             if target is not None:
                 # Each iteration rebinds the target: what the body later assigns to the same
@@ -282,6 +274,8 @@ class Statements:
                         self._forget(sub.id)
                 self.assign(target, element, node)
             self.run_block(body)
+        if picked is not None:
+            self.role_elements.pop()
         self.loop_unordered.pop()
         self._leave_loop()
         self.run_block(orelse)
@@ -344,7 +338,7 @@ class Statements:
         self.eval(node.subject)
         self.depth += 1
         for case in node.cases:
-            dispatch = _is_role_test(case.pattern)
+            dispatch = role_test(case.pattern)
             self.role_branch += dispatch
             self.run_block(case.body)
             self.role_branch -= dispatch
@@ -538,18 +532,6 @@ def _joined(before: dict[str, Val], a: dict[str, Val], b: dict[str, Val]) -> dic
         elif other is not val:
             out[name] = join(val, other) if val is before.get(name) else join(other, val)
     return out
-
-
-def _common_fields(items: list[Val] | None) -> dict[str, Val] | None:
-    """The fields of a list's elements when each is a known record or dict display
-    (``for f in files: f.content``): each field joined over the elements."""
-    if not items or any(i.keys is None for i in items):
-        return None
-    fields: dict[str, Val] = {}
-    for item in items:
-        for name, val in item.keys.items():
-            fields[name] = join(fields.get(name), val)
-    return fields
 
 
 _TEXT_TYPES = {"str", "Any", "object", "list", "List", "Sequence", "Iterable", "dict", "Dict", "Mapping", "tuple",

@@ -132,6 +132,18 @@ def _join_keys(a: dict | None, b: dict | None) -> dict | None:
     return {k: join(a.get(k), b.get(k)) for k in {**a, **b}}
 
 
+def common_fields(items: list[Val] | None) -> dict[str, Val] | None:
+    """The fields of a list's elements when each is a known record or dict display
+    (``for f in files: f.content``): each field joined over the elements."""
+    if not items or any(i.keys is None for i in items):
+        return None
+    fields: dict[str, Val] = {}
+    for item in items:
+        for name, val in item.keys.items():
+            fields[name] = join(fields.get(name), val)
+    return fields
+
+
 @dataclass
 class FunctionRef:
     """A function the analysis can summarise: in this module or another project module."""

@@ -1,0 +1,63 @@
+"""Callables a template calls each time it renders (issue 14).
+
+Template libraries take functions for placeholders and call them on every render: LangChain's
+``PromptTemplate(template="... {date}", partial_variables={"date": _get_datetime})`` and
+``prompt.partial(date=_get_datetime)`` (its documented way to put today's date in a prompt),
+Mustache/chevron lambdas (``functions={"formatDate": lambda data: datetime.now()...}``), a Jinja
+``render(now=datetime.now)``. The template is built once, at import; the clock is read per
+render. What such a function returns is a source of the template's text, reported where the
+function is handed over (that is where a fixed value goes instead).
+
+A function handed to a call counts only under a name the call's template text uses as a
+placeholder (``{date}``, ``{{formatDate}}``), or to ``.partial()``: a tool list or a callback
+takes functions too, and their results are not template text.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from promptlint.lint.analysis.values import Taint, Val, clip
+
+
+def rendered_callables(fa, node: ast.Call, args: list[Val], kwargs: dict[str, Val]) -> list[tuple[int | str, tuple[Taint, ...]]]:
+    """(where, taints): the volatile results of the functions ``node`` gives a template for its
+    placeholders, by the argument that holds each (a keyword's name, or a position)."""
+    holders = [*enumerate(args), *kwargs.items()]
+    named = [(where, name, val) for where, holder in holders
+             for name, val in ([(where, holder)] if isinstance(where, str) else []) + list((holder.keys or {}).items())
+             if val.func is not None or _library_source(fa, val)]
+    if not named:
+        return []
+    partial = isinstance(node.func, ast.Attribute) and node.func.attr == "partial"
+    texts = [v.const for _, v in holders if isinstance(v.const, str)]
+    out: list[tuple[int | str, tuple[Taint, ...]]] = []
+    for where, name, val in named:
+        if partial or any(_placeholder(name).search(text) for text in texts):
+            step = fa.m.step(val.node or node, f"called on each render for `{name}`")
+            found = tuple(t._replace(steps=clip(t.steps + (step,)), report_at=step) for t in _results(fa, val))
+            if found:
+                out.append((where, found))
+    return out
+
+
+def _placeholder(name: str) -> re.Pattern:
+    """``{name}``, ``{name:...}``, ``{{name}}``, ``{{ name() }}``, ``{{#name}}``."""
+    return re.compile(r"\{\{?\s*[#^]?\s*" + re.escape(name) + r"\s*(?:\(\s*\))?\s*(?::[^}]*)?\}")
+
+
+def _library_source(fa, val: Val) -> list:
+    """``datetime.now`` handed over uncalled: the catalog's source it names."""
+    if val.origin is None or isinstance(val.node, ast.Call):
+        return []
+    return fa.m.catalog.source_calls.match(val.origin)
+
+
+def _results(fa, val: Val) -> list[Taint]:
+    """What calling ``val`` returns that differs per call (no parameter taints)."""
+    if val.func is not None:
+        summary = val.func.module.summary(val.func)
+        return [t for t in summary.ret.taints if t.param < 0 and t.label == "volatile"]
+    step = fa.m.step(val.node, f"{spec.note}: `{val.origin}`") if (spec := _library_source(fa, val)[0]) else None
+    return [Taint(spec.code, spec.label, (step,))]

@@ -1,0 +1,90 @@
+"""Provider adapters split a message list by role (issue 14): ``system=`` gets the system
+messages only, so what the newest user message carries does not reach it, and what the system
+message carries still does. Each case is a small example written for this suite."""
+
+from __future__ import annotations
+
+import pytest
+
+from promptlint.lint.engine import lint_source
+
+HEAD = '''import datetime
+import anthropic
+
+client = anthropic.Anthropic()
+
+
+def build(history, question):
+    now = datetime.datetime.now()
+    messages = [{"role": "system", "content": SYSTEM}]
+    messages.extend(history)
+    messages.append({"role": "user", "content": USER})
+    return messages
+'''
+#: Where the clock goes: into the newest user message (no leak) or into the system message.
+STAMPED = {False: ("'You are terse.'", "f'{now}: {question}'"), True: ("f'Today is {now}.'", "question")}
+
+
+def _source(split: str, stamp_system: bool, inline: bool = False) -> str:
+    system, user = STAMPED[stamp_system]
+    head = HEAD.replace("SYSTEM", system).replace("USER", user)
+    if inline:  # one function: the list is built and split in place
+        body = head.split("    now = ", 1)[1].rsplit("    return messages", 1)[0]
+        return head + split.replace("    messages = build(history, question)\n", "    now = " + body)
+    return head + split
+
+
+SPLITS = {
+    "loop": '''
+def send(history, question):
+    messages = build(history, question)
+    system, rest = None, []
+    for m in messages:
+        if m["role"] == "system":
+            system = m["content"]
+        else:
+            rest.append(m)
+    return client.messages.create(model="m", max_tokens=9, system=system, messages=rest)
+''',
+    "comprehension": '''
+def send(history, question):
+    messages = build(history, question)
+    system = "\\n".join(m["content"] for m in messages if m.get("role") == "system")
+    rest = [m for m in messages if m.get("role") != "system"]
+    return client.messages.create(model="m", max_tokens=9, system=system, messages=rest)
+''',
+    "helper": '''
+def split(messages):
+    system = [m["content"] for m in messages if m["role"] in ("system", "developer")]
+    return "\\n".join(system), [m for m in messages if m["role"] not in ("system", "developer")]
+
+
+def send(history, question):
+    system, rest = split(build(history, question))
+    return client.messages.create(model="m", max_tokens=9, system=system, messages=rest)
+''',
+}
+
+
+def _request_line(text: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if "client.messages.create" in line)
+
+
+@pytest.mark.parametrize("shape", sorted(SPLITS))
+def test_the_newest_user_message_does_not_reach_the_system_split_off_it(shape):
+    text = _source(SPLITS[shape], stamp_system=False)
+    assert [d.code for d in lint_source(text, "adapter.py")] == []
+
+
+@pytest.mark.parametrize("shape", sorted(SPLITS))
+def test_a_clock_in_the_system_message_still_reaches_system(shape):
+    text = _source(SPLITS[shape], stamp_system=True)
+    assert ("PC101", _request_line(text)) in [(d.code, d.line) for d in lint_source(text, "adapter.py")]
+
+
+@pytest.mark.parametrize("shape", ["loop", "comprehension"])
+@pytest.mark.parametrize("stamp_system", [False, True])
+def test_a_list_built_and_split_in_one_function(shape, stamp_system):
+    text = _source(SPLITS[shape], stamp_system, inline=True)
+    found = [(d.code, d.line) for d in lint_source(text, "adapter.py")]
+    assert (("PC101", _request_line(text)) in found) if stamp_system else found == []
