@@ -48,6 +48,8 @@ def _first_pass(node: ast.If) -> int:
             return 0
         counter = test.left
         return int(self_attribute(counter) is not None)
+    if _fills_missing_key(node):
+        return 1
     attr = unset_test(test) or self_attribute(_len_zero(test))
     if attr is None:
         return 0
@@ -59,6 +61,26 @@ def _first_pass(node: ast.If) -> int:
                 and self_attribute(n.func.value) == attr:
             return 1
     return 0
+
+
+def _fills_missing_key(node: ast.If) -> bool:
+    """``if channel not in self.histories: self.histories[channel] = [system, ...]``, or
+    Streamlit's ``if "messages" not in st.session_state: st.session_state.messages = [...]``:
+    what the branch stores under the key of an object's container is made once per key (a
+    conversation) and reused."""
+    test = node.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn)
+            and isinstance(test.comparators[0], ast.Attribute)):
+        return False  # (a local dict filled per call, `if url not in seen: seen[url] = r`, is not kept)
+    key, container = ast.dump(test.left), ast.dump(test.comparators[0])
+    name = test.left.value if isinstance(test.left, ast.Constant) and isinstance(test.left.value, str) else None
+    for n in (n for stmt in node.body for n in ast.walk(stmt)):
+        for t in n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AnnAssign) else []:
+            if isinstance(t, ast.Subscript) and ast.dump(t.value) == container and ast.dump(t.slice) == key:
+                return True
+            if isinstance(t, ast.Attribute) and t.attr == name and ast.dump(t.value) == container:
+                return True
+    return False
 
 
 def self_attribute(node: ast.AST | None) -> str | None:

@@ -110,17 +110,3 @@ def test_with_one_adapter_per_provider_the_call_stays_unknown(tmp_path):
         "class BaseChatModel(BaseLLM):\n    pass\n\n\nclass OpenAIChat(BaseChatModel)", "class AnthropicChat(BaseLLM)")
     assert lint_tree(tmp_path, files) == []
 
-
-def test_a_subclass_calls_the_method_and_uses_the_attribute_its_base_class_defines(tmp_path):
-    # `self.speak(...)` and `self.llm` in a subclass in another module: what the base class defines.
-    files = package(tmp_path)
-    files["app/agents/base.py"] = (
-        "from app.llms.openai.chat import OpenAIChat\n\n\nclass BaseAgent:\n"
-        "    def __init__(self):\n        self.llm = OpenAIChat()\n\n"
-        "    async def speak(self, prompt):\n        return await self.llm.generate(prompt)\n")
-    files["app/agents/player.py"] = (
-        "from app.agents.base import BaseAgent\n\n\nclass Agent(BaseAgent):\n"
-        "    async def step(self, memory):\n        return await self.speak(\"Chat so far:\\n\" + memory.to_string())\n\n"
-        "    async def step_direct(self, memory):\n        return await self.llm.generate(memory.to_string())\n")
-    found = lint_tree(tmp_path, files)
-    assert sorted((path.rsplit("/", 1)[-1], line) for path, line, _ in found) == [("player.py", 6), ("player.py", 9)]

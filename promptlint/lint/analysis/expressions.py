@@ -265,8 +265,6 @@ class Expressions:
             return None
         owner, info = info
         owner.prepare_class(info)
-        if attr not in info.methods and attr not in info.attrs:
-            owner, info = owner.defining_class(info, attr) or (owner, info)  # a method of a base class
         if attr in info.methods:
             ref = info.methods[attr]
             decorators = {owner._dotted(d) for d in ref.node.decorator_list}

@@ -35,6 +35,7 @@ class Pass:
     reset: frozenset[str]
     sends: bool  # the body calls a request method itself (`completion(...)`, `.create(...)`)
     leaving: frozenset[int]  # ids of the nodes in a block that ends the loop (`...; break`)
+    converses: bool  # the body reads the user's next message (`input()`, `ws.receive_text()`)
     sources: set = field(default_factory=set)  # (path, line, column) of the taints given out
 
 
@@ -43,8 +44,37 @@ def enter(node: ast.AST, body: list[ast.stmt], env: dict[str, Val], request_meth
     if found is None:
         sends = any(isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None)) in request_methods
                     for stmt in body for n in ast.walk(stmt))
-        found = node._promptlint_loop = (_bound_afresh(node, body), sends, _leaving(body))
+        found = node._promptlint_loop = (_bound_afresh(node, body), sends, _leaving(body), _converses(body))
     return Pass(node, frozenset(env), *found)
+
+
+#: Calls that wait for the user's next message: a loop that makes them holds a conversation.
+_READS_INPUT = frozenset({"input", "ainput", "raw_input", "receive_text", "receive_json", "receive_bytes", "receive",
+                          "recv", "readline", "prompt_async", "get_user_input", "wait_for_message"})
+
+
+def _converses(body: list[ast.stmt]) -> bool:
+    """A loop whose body waits for the user's next message (`while True: text = input()`, a
+    websocket's `receive_text()`, prompt_toolkit's `session.prompt()`): one pass per turn of
+    one conversation, so what the function computed before it is the same for every turn."""
+    for n in (n for stmt in body for n in ast.walk(stmt)):
+        if isinstance(n, ast.Call):
+            name = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+            if name in _READS_INPUT or (name == "prompt" and isinstance(n.func, ast.Attribute)
+                                        and getattr(n.func.value, "id", getattr(n.func.value, "attr", "")).endswith("session")):
+                return True
+    return False
+
+
+def before_conversation(passes: list[Pass], taint: Taint, path: str, func: ast.AST | None) -> bool:
+    """Whether ``taint`` was computed in this function before a loop that holds a conversation
+    (and is not carried or grown by the loop): it is the same for every turn of it."""
+    if func is None or taint.param >= 0 or mine(passes, taint):
+        return False
+    # A step here before the loop (the source, or `system = build()` that received it): the value
+    # was bound before the first turn; a source read in the loop has all its steps here in it.
+    return any(p.converses and any(s.path == path and func.lineno <= s.line < p.node.lineno for s in taint.steps)
+               for p in passes)
 
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)

@@ -142,19 +142,6 @@ class ModuleAnalysis:
         found = (self.classes.get(base) or (self.resolve_function(base) if base else None) for base in info.bases)
         return [f for f in found if isinstance(f, ClassInfo)]
 
-    def defining_class(self, info: ClassInfo, name: str, depth: int = 0) -> tuple["ModuleAnalysis", ClassInfo] | None:
-        """The project base class above ``info`` that defines method or attribute ``name``
-        (nearest first): what ``self.name`` is in a subclass that does not define it."""
-        for base in self.base_classes(info) if depth < 4 else ():
-            owner = base.module or self
-            owner.prepare_class(base)
-            if name in base.methods or name in base.attrs:
-                return owner, base
-            found = owner.defining_class(base, name, depth + 1)
-            if found is not None:
-                return found
-        return None
-
     def _annotation_class(self, annotation: ast.AST) -> str | None:
         """``BaseLLM``, ``"BaseLLM"``, ``Optional[BaseLLM]``, ``BaseLLM | None``: a class's name."""
         if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
@@ -347,8 +334,8 @@ class ModuleAnalysis:
     # ------------------------------------------------------------ diagnostics
     def emit(self, taint: Taint, sink_node: ast.AST, layer: str, code: str | None = None,
              sink_step: TraceStep | None = None, sent: bool = False) -> None:
-        if not self.report or taint.param >= 0:
-            return
+        if not self.report or taint.param >= 0 or taint.unread:
+            return  # (a file's name in the prompt is not its content: `f"Keep notes in {MEMORY}"`)
         code = code or taint.code
         docs = self.catalog_docs()
         doc = docs.get(code)

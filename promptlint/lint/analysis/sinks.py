@@ -235,6 +235,8 @@ class Sinks:
             return
         if self.passes and loops.mine(self.passes, taint) and not (self.calling or self.sink_via or loops.sends(self.passes, taint)):
             return  # a loop that sends nothing (a message merger): what it grows is not sent per pass
+        if self.passes and loops.before_conversation(self.passes, taint, self.m.path, self.ref and self.ref.node):
+            return  # computed once before the loop that holds the conversation: frozen per session
         if (self.frozen or self.first_pass) and not self.sending and not self.per_call and not frozen_ok(taint):
             return  # a layer built once (import time, __init__, a first turn) and reused unchanged: not a leak
         self.m.emit(taint, node, layer, "PC604" if kind == "cache-key" else None, sink_step, sent=self.sending > 0)

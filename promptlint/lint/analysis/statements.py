@@ -372,8 +372,9 @@ class Statements:
     # -------------------------------------------------------------- assignment
     def assign(self, target: ast.AST, val: Val, stmt: ast.AST, weak: bool = False) -> None:
         if self.first_pass or (self.lazy and self.lazy[-1] and self._dotted_local(target) == self.lazy[-1]):
-            # `if self.agent_id_ is None: self.agent_id_ = str(uuid4())`: set once, then reused.
-            val = val.keep(frozen_ok)
+            # `if self.agent_id_ is None: self.agent_id_ = str(uuid4())`: set once, then reused
+            # (and so is each message of a list stored there).
+            val = val.keep_deep(frozen_ok)
         chosen = [t for group in self.control for t in group]
         if chosen and _chosen_text(stmt, val):
             val = val.with_taints(merge(val.taints, chosen))

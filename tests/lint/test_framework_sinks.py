@@ -1,0 +1,42 @@
+"""Frameworks' own stable layers (issue 14, rules/sinks.yaml): each example is the shape the
+framework's documentation shows for a system message or instructions, with a clock in it.
+Written for this suite."""
+
+from __future__ import annotations
+
+import pytest
+
+from promptlint.lint.engine import lint_source
+
+CASES = {
+    "haystack": ("from datetime import datetime\nfrom haystack.dataclasses import ChatMessage\n\n\n"
+                 "def turn(gen, history, q):\n"
+                 "    msgs = [ChatMessage.from_system(f'Today {datetime.now()}')] + history + [ChatMessage.from_user(q)]\n"
+                 "    return gen.run(messages=msgs)\n", "system message (ChatMessage.from_system)"),
+    "semantic-kernel-agent": ("from datetime import datetime\nfrom semantic_kernel.agents import ChatCompletionAgent\n\n\n"
+                              "async def reply(service, thread, text):\n"
+                              "    agent = ChatCompletionAgent(service=service, name='a', instructions=f'Now: {datetime.now()}')\n"
+                              "    return await agent.get_response(messages=text, thread=thread)\n", "agent instructions"),
+    "semantic-kernel-history": ("from datetime import datetime\nfrom semantic_kernel.contents import ChatHistory\n\n\n"
+                                "def history_for(turns):\n"
+                                "    return ChatHistory(messages=turns, system_message=f'Now: {datetime.now()}')\n",
+                                "system message (ChatHistory(system_message=))"),
+    "dspy": ("from datetime import datetime\n\nimport dspy\n\n\nclass QA(dspy.Signature):\n"
+             "    '''Answer the question.'''\n    question: str = dspy.InputField()\n    answer: str = dspy.OutputField()\n\n\n"
+             "def ask(q):\n    return dspy.Predict(QA.with_instructions(f'Answer. Today is {datetime.now()}'))(question=q)\n",
+             "signature instructions (dspy)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_frameworks_system_layer_is_a_sink(case):
+    text, layer = CASES[case]
+    found = lint_source(text, "app.py")
+    assert [d.code for d in found] == ["PC101"]
+    assert layer in found[0].message
+
+
+def test_the_same_calls_with_fixed_text_report_nothing():
+    for text, _ in CASES.values():
+        fixed = text.replace("{datetime.now()}", "today")
+        assert lint_source(fixed, "app.py") == []

@@ -1,0 +1,106 @@
+"""Values made once per conversation (issue 14, docs/field.md "frozen per session"): computed
+before the loop that reads the user's next message, or stored under a conversation's key the
+first time it is seen. Each case is a small example written for this suite."""
+
+from __future__ import annotations
+
+import pytest
+
+from promptlint.lint.engine import lint_source
+
+LOOP = '''from datetime import datetime
+
+import anthropic
+
+client = anthropic.Anthropic()
+
+
+def chat(websocket, reader):
+    system = f"Be brief. {{STAMP}}"
+    history = []
+    while True:
+        text = {read}
+        history.append({{"role": "user", "content": text}})
+        reply = client.messages.create(model="m", max_tokens=99, system=system, messages=history)
+        history.append({{"role": "assistant", "content": reply.content[0].text}})
+'''
+
+
+@pytest.mark.parametrize("read", ["input('> ')", "websocket.receive_text()", "reader.readline()"])
+def test_a_value_made_before_the_loop_that_reads_each_turn_is_frozen_for_the_conversation(read):
+    assert lint_source(LOOP.format(read=read).replace("{STAMP}", "{datetime.now()}"), "chat.py") == []
+
+
+def test_a_value_a_helper_made_before_that_loop_is_frozen_too_and_not_when_it_is_called_in_it():
+    helper = 'def stamp():\n    return f"Be brief. {datetime.now()}"\n\n\n'
+    text = LOOP.format(read="input('> ')").replace('f"Be brief. {STAMP}"', "stamp()").replace("def chat(", helper + "def chat(")
+    assert lint_source(text, "chat.py") == []
+    inside = text.replace("    system = stamp()\n", "").replace("        text = input('> ')\n",
+                                                                  "        text = input('> ')\n        system = stamp()\n")
+    assert [d.code for d in lint_source(inside, "chat.py")] == ["PC101"]
+
+
+def test_a_value_made_inside_that_loop_still_changes_every_turn():
+    text = LOOP.format(read="input('> ')").replace('    system = f"Be brief. {STAMP}"\n', "")
+    text = text.replace("        history.append({\"role\": \"user\"", "        system = f\"Be brief. {datetime.now()}\"\n"
+                                                                      "        history.append({\"role\": \"user\"", 1)
+    assert [d.code for d in lint_source(text, "chat.py")] == ["PC101"]
+
+
+def test_a_loop_that_reads_no_input_is_a_tool_loop_inside_one_turn():
+    # A function called per turn that loops over tool calls: each turn recomputes the value.
+    text = LOOP.format(read="reader.next_tool_result()").replace("{STAMP}", "{datetime.now()}")
+    assert [d.code for d in lint_source(text, "chat.py")] == ["PC101"]
+
+
+KEYED = '''from datetime import datetime
+
+from openai import OpenAI
+
+client = OpenAI()
+
+
+class Bot:
+    def __init__(self):
+        self.histories = {{}}
+
+    def on_message(self, channel, text):
+        if {test}:
+            self.histories[channel] = [{{"role": "system", "content": f"Started {{datetime.now().isoformat()}}"}}]
+        self.histories[channel].append({{"role": "user", "content": text}})
+        return client.chat.completions.create(model="m", messages=self.histories[channel])
+'''
+
+
+def test_a_history_created_the_first_time_a_conversation_key_is_seen_is_made_once():
+    assert lint_source(KEYED.format(test="channel not in self.histories"), "bot.py") == []
+
+
+def test_a_local_dict_filled_per_call_is_not_kept():
+    text = KEYED.replace("self.histories", "histories").replace("        histories = {{}}\n", "        pass\n").replace(
+        "    def on_message(self, channel, text):\n", "    def on_message(self, channel, text):\n        histories = {{}}\n")
+    assert [d.code for d in lint_source(text.format(test="channel not in histories"), "bot.py")] == ["PC101"]
+
+
+def test_a_history_replaced_on_every_message_is_not():
+    assert [d.code for d in lint_source(KEYED.format(test="text"), "bot.py")] == ["PC101"]
+
+
+def test_streamlits_session_state_is_filled_once_per_session():
+    text = ('from datetime import datetime\n\nimport streamlit as st\nfrom openai import OpenAI\n\nclient = OpenAI()\n\n'
+            'if "messages" not in st.session_state:\n'
+            '    st.session_state.messages = [{"role": "system", "content": f"Today is {datetime.now():%A}."}]\n\n'
+            'if prompt := st.chat_input("Ask"):\n'
+            '    st.session_state.messages.append({"role": "user", "content": prompt})\n'
+            '    client.chat.completions.create(model="gpt-4o", messages=st.session_state.messages)\n')
+    assert lint_source(text, "app.py") == []
+
+
+@pytest.mark.parametrize("decorator, once", [("@functools.lru_cache(maxsize=1)", True), ("@functools.cache", True),
+                                             ("@functools.wraps(print)", False)])
+def test_a_memoized_prompt_is_computed_once(decorator, once):
+    text = ("import functools\nfrom datetime import date\n\nimport anthropic\n\n\n" + decorator +
+            "\ndef system_prompt():\n    return f'You help. Today is {date.today()}.'\n\n\n"
+            "def turn(history):\n    return anthropic.Anthropic().messages.create(model='m', max_tokens=9, "
+            "system=system_prompt(), messages=history)\n")
+    assert [d.code for d in lint_source(text, "app.py")] == ([] if once else ["PC101"])
