@@ -125,3 +125,20 @@ def picks_system(test: ast.AST, name: str) -> bool:
             and all(isinstance(op, (ast.Eq, ast.Is, ast.In)) for op in test.ops)
             and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(test)))
 
+
+#: Calls that wait for the user's next message: a loop that makes them holds a conversation.
+_READS_INPUT = frozenset({"input", "ainput", "raw_input", "receive_text", "receive_json", "receive_bytes", "receive",
+                          "recv", "readline", "prompt_async", "get_user_input", "wait_for_message"})
+
+
+def converses(body: list[ast.stmt]) -> bool:
+    """A loop whose body waits for the user's next message (`while True: text = input()`, a
+    websocket's `receive_text()`, prompt_toolkit's `session.prompt()`): one pass per turn of
+    one conversation, so what the function computed before it is the same for every turn."""
+    for n in (n for stmt in body for n in ast.walk(stmt)):
+        if isinstance(n, ast.Call):
+            name = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+            if name in _READS_INPUT or (name == "prompt" and isinstance(n.func, ast.Attribute)
+                                        and getattr(n.func.value, "id", getattr(n.func.value, "attr", "")).endswith("session")):
+                return True
+    return False

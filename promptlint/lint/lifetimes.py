@@ -20,7 +20,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from promptlint.lint.guards import first_pass
+from promptlint.lint.guards import converses, first_pass
 from promptlint.lint.source import parse_python
 
 #: Methods that run once per object: what they compute is frozen for the object's life.
@@ -30,8 +30,10 @@ INIT_METHODS = frozenset({"__init__", "__post_init__", "setup", "model_post_init
 #: not here: real agents rebuild their agent and prompt per request in ``create_agent``.
 SETUP_VERBS = ("init_", "initialize_", "initialise_", "setup_", "set_up_", "bootstrap_")
 #: Functions that open a conversation (``create_conversation``, ``start_session``,
-#: ``new_chat_thread``): what they compute is stored with it and reused by each of its turns.
-SESSION_START = re.compile(r"(?:create|new|start|open|begin)_(?:\w+_)?(?:session|conversation|thread)s?")
+#: ``new_chat_thread``, ``new_chat``, ``reset`` of a chat object): what they compute is stored
+#: with it and reused by each of its turns.
+SESSION_START = re.compile(r"(?:create|new|start|open|begin)_(?:\w+_)?(?:session|conversation|thread|chat|dialog|dialogue)s?"
+                           r"|reset(?:_(?:\w+_)?(?:session|conversation|chat|history|dialog|dialogue))?")
 
 
 def runs_once(name: str) -> bool:
@@ -70,6 +72,7 @@ class _Ref:
     caller: _Def | None  # None: module-level code
     in_loop: bool
     guarded: bool = False  # in a branch that runs once per object (`if self._chat is None:`)
+    opens: bool = False  # made before the loop that reads the user's next message: once per conversation
 
 
 def _def_of(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> _Def:
@@ -81,20 +84,21 @@ def _def_of(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> _Def:
     return _Def(getattr(node, "name", None), not plain, required)
 
 
-def _locate(tree: ast.AST, line: int) -> tuple[_Def | None, bool, bool]:
+def _locate(tree: ast.AST, line: int) -> tuple[_Def | None, bool, bool, bool]:
     """The innermost function holding ``line``, whether ``line`` is in a loop of that function
-    (or of module code), and whether it is in a branch of it that runs once per object
-    (``guards.first_pass``). Descends only along the nodes that span the line."""
-    node, func, loop, guarded = tree, None, False, False
+    (or of module code), whether it is in a branch of it that runs once per object
+    (``guards.first_pass``), and whether a loop after it in that function reads the user's next
+    message (``guards.converses``). Descends only along the nodes that span the line."""
+    node, func, loop, guarded, holder = tree, None, False, False, None
     while True:
         for child in ast.iter_child_nodes(node):
             first = getattr(child, "lineno", None)
             if first is not None and first <= line <= (getattr(child, "end_lineno", None) or first):
                 break
         else:
-            return func, loop, guarded
+            return func, loop, guarded, holder is not None and not loop and _talks_after(holder, line)
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            func, loop, guarded = _def_of(child), False, False
+            func, loop, guarded, holder = _def_of(child), False, False, child
         elif isinstance(child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.While)) or (
                 isinstance(child, (ast.For, ast.AsyncFor)) and line > child.lineno):
             loop = True
@@ -102,6 +106,12 @@ def _locate(tree: ast.AST, line: int) -> tuple[_Def | None, bool, bool]:
               and first_pass(child)):
             guarded = True
         node = child
+
+
+def _talks_after(func: ast.AST, line: int) -> bool:
+    """A loop of ``func`` that starts after ``line`` and waits for the user's next message."""
+    return any(isinstance(n, (ast.For, ast.AsyncFor, ast.While)) and n.lineno > line and converses(n.body)
+               for n in ast.walk(func))
 
 
 def _mentions_in(text: str, name: str):
@@ -133,7 +143,7 @@ class Lifetimes:
             return False  # (a framework option is its own source: the framework adds the value per run)
         source = d.trace[0]
         tree = self._tree(source.path)
-        func, in_loop, _ = _locate(tree, source.line) if tree is not None else (None, False, False)
+        func, in_loop, _, _ = _locate(tree, source.line) if tree is not None else (None, False, False, False)
         if func is None or func.name is None or in_loop:
             return False
         if not self._runs_once(func, 0):
@@ -146,7 +156,7 @@ class Lifetimes:
         tree = self._tree(sink.path)
         if tree is None:
             return False
-        where, in_loop, _ = _locate(tree, sink.line)
+        where, in_loop, _, _ = _locate(tree, sink.line)
         if where is None:
             return in_loop
         return in_loop or where.name is None or not self._runs_once(where, 0)
@@ -164,7 +174,7 @@ class Lifetimes:
         self._once[name] = False  # a cycle proves nothing
         refs = self._references(name)
         once = bool(refs) and all(
-            r.guarded or not r.in_loop and (r.caller is None or (r.caller.name is not None and self._runs_once(r.caller, depth + 1)))
+            r.guarded or r.opens or not r.in_loop and (r.caller is None or (r.caller.name is not None and self._runs_once(r.caller, depth + 1)))
             for r in refs)
         self._once[name] = once
         return once

@@ -246,6 +246,24 @@ def act(state, config):
     assert (found.code, found.trace[0].line) == ("PC401", 7)
 
 
+def test_a_key_inside_a_graph_state_field_needs_the_field_written():
+    # `state["router"]["logic"]`: the node that writes `router` makes it vary, not a `logic` field.
+    text = '''from langchain_core.messages import SystemMessage
+
+
+def route(state, config):
+    return {"router": config["configurable"]["llm"].invoke(state["messages"])}
+
+
+def answer(state, config):
+    system = SystemMessage(content=f"Why: {state['router']['logic']}")
+    return {"messages": [config["configurable"]["llm"].invoke([system, *state["messages"]])]}
+'''
+    [found] = lint_source(text)
+    assert (found.code, found.trace[0].line) == ("PC401", 5) and "`router`" in found.message
+    assert lint_source(text.replace('return {"router"', 'return {"route"')) == []
+
+
 def test_a_one_shot_call_a_node_builds_from_state_has_no_conversation_to_break():
     # The report writer sends the sections with a fixed instruction: no history follows them.
     assert lint_source('''from langchain_core.messages import HumanMessage, SystemMessage

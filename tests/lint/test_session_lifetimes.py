@@ -104,3 +104,31 @@ def test_a_memoized_prompt_is_computed_once(decorator, once):
             "def turn(history):\n    return anthropic.Anthropic().messages.create(model='m', max_tokens=9, "
             "system=system_prompt(), messages=history)\n")
     assert [d.code for d in lint_source(text, "app.py")] == ([] if once else ["PC101"])
+
+
+CHAT_MODEL = '''from datetime import datetime
+
+import google.generativeai as genai
+
+
+def make_model():
+    model = genai.GenerativeModel("gemini-2.0-flash", system_instruction=f"Today is {datetime.now():%A}.")
+    return model.start_chat(history=[])
+
+
+def run_cli():
+{body}
+'''
+
+
+def test_a_helper_called_once_before_the_loop_that_reads_each_turn_opens_the_conversation(tmp_path):
+    # The call graph's lifetimes (lifetimes.py): every call of make_model() comes before that loop.
+    from promptlint.lint.diagnostic import Settings
+    from promptlint.lint.engine import lint_paths
+
+    def lint(body):
+        (tmp_path / "cli.py").write_text(CHAT_MODEL.replace("{body}", body))
+        return [d.code for d in lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1).diagnostics]
+
+    assert lint("    chat = make_model()\n    while True:\n        chat.send_message(input('> '))") == []
+    assert lint("    while True:\n        chat = make_model()\n        chat.send_message(input('> '))") == ["PC101"]

@@ -309,7 +309,8 @@ class Expressions:
             what = "graph state field"
             if spec is None and self.graph_node and not self.m.catalog.source_newest_of.match(name) and self._converses():
                 # Another node of the graph may write it on each run: kept if one does (run_state.py).
-                return self._run_state_read(name, node, "graph state read on each node run")
+                # The field is the state's key: `state["router"]["logic"]` needs `router` written.
+                return Val(self._run_state_read(name, node, "graph state read on each node run").taints, node=node)
         if spec is None:
             return None
         step = self.m.step(node, f"{spec.note}: {what} `{name}`")

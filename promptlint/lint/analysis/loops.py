@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from promptlint.lint.analysis.values import Taint, Val
-from promptlint.lint.guards import GROWERS, self_attribute
+from promptlint.lint.guards import GROWERS, converses, self_attribute
 
 #: The per-turn family: a value that differs between the requests a loop sends.
 CODE = "PC401"
@@ -44,26 +44,8 @@ def enter(node: ast.AST, body: list[ast.stmt], env: dict[str, Val], request_meth
     if found is None:
         sends = any(isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None)) in request_methods
                     for stmt in body for n in ast.walk(stmt))
-        found = node._promptlint_loop = (_bound_afresh(node, body), sends, _leaving(body), _converses(body))
+        found = node._promptlint_loop = (_bound_afresh(node, body), sends, _leaving(body), converses(body))
     return Pass(node, frozenset(env), *found)
-
-
-#: Calls that wait for the user's next message: a loop that makes them holds a conversation.
-_READS_INPUT = frozenset({"input", "ainput", "raw_input", "receive_text", "receive_json", "receive_bytes", "receive",
-                          "recv", "readline", "prompt_async", "get_user_input", "wait_for_message"})
-
-
-def _converses(body: list[ast.stmt]) -> bool:
-    """A loop whose body waits for the user's next message (`while True: text = input()`, a
-    websocket's `receive_text()`, prompt_toolkit's `session.prompt()`): one pass per turn of
-    one conversation, so what the function computed before it is the same for every turn."""
-    for n in (n for stmt in body for n in ast.walk(stmt)):
-        if isinstance(n, ast.Call):
-            name = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
-            if name in _READS_INPUT or (name == "prompt" and isinstance(n.func, ast.Attribute)
-                                        and getattr(n.func.value, "id", getattr(n.func.value, "attr", "")).endswith("session")):
-                return True
-    return False
 
 
 def before_conversation(passes: list[Pass], taint: Taint, path: str, func: ast.AST | None) -> bool:
