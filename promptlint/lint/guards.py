@@ -1,10 +1,16 @@
-"""Tests that say a branch runs once per object: ``if self.client is None:`` (get-or-create),
-``if self.turn_count == 0:`` (a first turn), ``if not self.messages: self.messages.append(...)``.
-What such a branch builds is set once and reused unchanged (docs/field.md: not a leak)."""
+"""What the syntax of a test or a loop says about how often code runs and which message it handles.
+
+Branches that run once per object: ``if self.client is None:`` (get-or-create), ``if
+self.turn_count == 0:`` (a first turn), ``if not self.messages: self.messages.append(...)``, ``if
+channel not in self.histories:`` (a conversation's first message); what such a branch builds is
+set once and reused unchanged (docs/field.md: not a leak). Loops that read the user's next
+message hold a conversation (``converses``). Tests that single out the system role
+(``m["role"] == "system"``, ``isinstance(m, SystemMessage)``) pick the system messages of a list."""
 
 from __future__ import annotations
 
 import ast
+import re
 
 #: Methods that add to their receiver in place.
 GROWERS = frozenset({"append", "extend", "insert", "add", "update", "appendleft", "extendleft", "setdefault"})
@@ -100,6 +106,8 @@ def _len_zero(test: ast.AST) -> ast.AST | None:
 
 
 _ROLE_WORDS = {"system", "developer", "SYSTEM", "DEVELOPER"}
+#: Message classes of the system role (`isinstance(m, SystemMessage)` dispatches on the role).
+_SYSTEM_TYPES = re.compile(r"System\w*(?:Message|Content|Prompt)\w*|Developer\w*Message")
 
 
 def role_test(node: ast.AST) -> int:
@@ -111,8 +119,17 @@ def role_test(node: ast.AST) -> int:
             isinstance(sub, ast.Constant) and sub.value in _ROLE_WORDS
             or isinstance(sub, ast.Attribute) and sub.attr in _ROLE_WORDS
             or isinstance(sub, ast.Name) and sub.id in _ROLE_WORDS  # `msg[ROLE] == SYSTEM`
+            or _system_type_test(sub)  # `isinstance(message, SystemMessage)`
             for sub in ast.walk(node)))
     return found
+
+
+def _system_type_test(node: ast.AST) -> bool:
+    """``isinstance(m, SystemMessage)``, ``isinstance(m, (SystemMessage, messages.SystemContent))``."""
+    if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance" and len(node.args) == 2):
+        return False
+    kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+    return any(_SYSTEM_TYPES.fullmatch(getattr(k, "id", getattr(k, "attr", "")) or "") for k in kinds)
 
 
 def picks_system(test: ast.AST, name: str) -> bool:
@@ -121,6 +138,8 @@ def picks_system(test: ast.AST, name: str) -> bool:
     Role.SYSTEM`` (alone or in an ``and``). ``!=`` and ``not`` keep the others."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return any(picks_system(value, name) for value in test.values)
+    if _system_type_test(test):
+        return isinstance(test.args[0], ast.Name) and test.args[0].id == name
     return (isinstance(test, ast.Compare) and bool(role_test(test))
             and all(isinstance(op, (ast.Eq, ast.Is, ast.In)) for op in test.ops)
             and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(test)))

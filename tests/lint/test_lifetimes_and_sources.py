@@ -617,3 +617,15 @@ class Agent:
     (tmp_path / "agent.py").write_text((tmp_path / "agent.py").read_text().replace("if self._chat is None:", "if task:"))
     found = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1).diagnostics
     assert [d.code for d in found] == ["PC101"]
+
+
+def test_a_temporary_file_name_is_a_source_only_with_the_host_opt_in():
+    from promptlint.lint.engine import lint_source
+    from tests.lint.opt_in import opt_in
+
+    text = ("import tempfile\n\nimport anthropic\n\n\ndef turn(history):\n"
+            "    scratch = tempfile.mkdtemp()\n"
+            "    return anthropic.Anthropic().messages.create(model='m', max_tokens=9, "
+            "system=f'Write files under {scratch}.', messages=history)\n")
+    assert lint_source(text, "agent.py") == []
+    assert [d.code for d in lint_source(text, "agent.py", opt_in("host"))] == ["PC201"]

@@ -88,3 +88,31 @@ def test_a_list_built_and_split_in_one_function(shape, stamp_system):
     text = _source(SPLITS[shape], stamp_system, inline=True)
     found = [(d.code, d.line) for d in lint_source(text, "adapter.py")]
     assert (("PC101", _request_line(text)) in found) if stamp_system else found == []
+
+
+def test_a_converter_that_dispatches_on_the_message_class_keeps_roles_apart():
+    # `isinstance(message, SystemMessage)` is a role test: a human message's content reaches the
+    # converter's user branch only; a system message's content still reaches its system branch.
+    text = '''from datetime import datetime
+
+import anthropic
+from langchain_core.messages import HumanMessage, SystemMessage
+
+
+def convert(message):
+    if isinstance(message, HumanMessage):
+        return {"role": "user", "content": message.content}
+    if isinstance(message, SystemMessage):
+        return {"role": "system", "content": message.content}
+    raise ValueError(message)
+
+
+def send(history, question, system_text):
+    messages = [convert(SystemMessage(content=system_text)), *history,
+                convert(HumanMessage(content=f"({datetime.now()}) {question}"))]
+    return anthropic.Anthropic().messages.create(model="m", max_tokens=9, messages=messages)
+'''
+    assert lint_source(text, "convert.py") == []
+    stamped = text.replace("SystemMessage(content=system_text)", "SystemMessage(content=f\"Today {datetime.now()}\")")
+    assert "PC101" in [d.code for d in lint_source(stamped, "convert.py")]
+
