@@ -110,3 +110,14 @@ def test_with_one_adapter_per_provider_the_call_stays_unknown(tmp_path):
         "class BaseChatModel(BaseLLM):\n    pass\n\n\nclass OpenAIChat(BaseChatModel)", "class AnthropicChat(BaseLLM)")
     assert lint_tree(tmp_path, files) == []
 
+
+
+def test_a_dicts_get_on_an_unknown_receiver_is_not_the_one_project_class_get(tmp_path):
+    # `action.get("prompt")` is a dict's get, not the memory's `get` that the module imports.
+    files = {"app/__init__.py": "",
+             "app/memory.py": "class Memory:\n    def get(self, session_id):\n        return self.store.search(session_id)\n",
+             "app/agent.py": ("import anthropic\n\nfrom app.memory import Memory\n\n\n"
+                              "def run(action, history):\n    system = action.get('prompt')\n"
+                              "    return anthropic.Anthropic().messages.create(model='m', max_tokens=9, system=system, "
+                              "messages=history)\n")}
+    assert lint_tree(tmp_path, files) == []

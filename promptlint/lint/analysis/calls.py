@@ -41,6 +41,10 @@ def _zone_only(fmt) -> bool:
     return isinstance(fmt, str) and "%" in fmt and "%" not in re.sub(r"%[Zz%]", "", fmt)
 
 
+#: Methods every dict, list or str has: `config.get("action")` on an unknown receiver is far more
+#: often a dict's than the one project class's `get` (a memory's, a store's).
+_BUILTIN_METHODS = frozenset({"get", "pop", "items", "keys", "values", "copy", "clear", "index", "count", "remove",
+                              "split", "strip", "replace", "lower", "upper", "startswith", "endswith", "encode", "decode"})
 #: Request methods whose result is a model's reply (not `count_tokens`, `parse` of a request).
 _ASKS = frozenset({"create", "stream", "generate_content", "generate_content_stream", "completion", "acompletion",
                    "invoke", "ainvoke", "send_message", "chat", "achat"})
@@ -250,7 +254,7 @@ class Calls:
     def _method_by_name(self, name: str) -> FunctionRef | None:
         """``self.prompt_manager.build(...)`` on a receiver of unknown type: the one method of that
         name among this module's classes and the classes it imports (type hints name them)."""
-        if name.startswith("__") or name in _MUTATORS or name in _TEMPLATE_METHODS:
+        if name.startswith("__") or name in _MUTATORS or name in _TEMPLATE_METHODS or name in _BUILTIN_METHODS:
             return None
         found = self.m.methods_named(name)
         return found[0] if len(found) == 1 else None
