@@ -78,6 +78,8 @@ def ask(client: openai.OpenAI, text):
     ("from django.utils import timezone", "timezone.localtime()"),
     ("import pendulum", "pendulum.now()"),
     ("import arrow", "arrow.get()"),
+    ("import time", "time.ctime()"),
+    ("import time", "time.asctime(time.localtime())"),
 ])
 def test_clock_helpers_of_frameworks_are_wall_clock_sources(imports, call):
     assert [code for _, code in found(f'''{imports}
@@ -87,11 +89,16 @@ def build_system_prompt(name):
 ''')] == ["PC101"]
 
 
-def test_converting_a_given_time_does_not_read_the_clock():
-    assert found('''from django.utils import timezone
+@pytest.mark.parametrize("imports, call", [
+    ("from django.utils import timezone", "timezone.localtime(created):%Y-%m-%d"),
+    ("import time", "time.strftime('%Y-%m-%d', time.gmtime(created))"),
+    ("import time", "time.ctime(created)"),
+])
+def test_converting_a_given_time_does_not_read_the_clock(imports, call):
+    assert found(f'''{imports}
 
 def build_system_prompt(created):
-    return f"Account created {timezone.localtime(created):%Y-%m-%d}"
+    return f"Account created {{{call}}}"
 ''') == []
 
 
