@@ -116,3 +116,13 @@ def send(history, question, system_text):
     stamped = text.replace("SystemMessage(content=system_text)", "SystemMessage(content=f\"Today {datetime.now()}\")")
     assert "PC101" in [d.code for d in lint_source(stamped, "convert.py")]
 
+
+
+@pytest.mark.parametrize("before, reported", [("", True), ("*history, ", False), ('{"role": "user", "content": q}, ', False)])
+def test_a_system_message_after_the_history_in_a_list_display_is_late(before, reported):
+    # Displayed or appended, a system message after the history sits late in the request.
+    text = ("from datetime import datetime\n\nfrom openai import OpenAI\n\n\ndef turn(history, q):\n"
+            "    messages = [{'role': 'system', 'content': 'Be brief.'}, " + before +
+            "{'role': 'system', 'content': f'Now {datetime.now()}'}, {'role': 'user', 'content': q}]\n"
+            "    return OpenAI().chat.completions.create(model='m', messages=messages)\n")
+    assert bool(lint_source(text, "late.py")) == reported

@@ -456,7 +456,18 @@ class Expressions:
         return Val(taints, origin=ref.qualname, func=ref, node=node)
 
     def eval_List(self, node) -> Val:
-        items = [self.eval(e) for e in node.elts]
+        # A system message after the history or another role's message sits late in the request
+        # (volatile by position), as one appended there does: only the leading ones are checked.
+        items, late = [], 0
+        for e in node.elts:
+            self.defer_shapes += late
+            try:
+                items.append(self.eval(e))
+            finally:
+                self.defer_shapes -= late
+            keys = items[-1].keys
+            late = late or int(isinstance(e, ast.Starred) or (keys is not None and "role" in keys and
+                                                               role_of(keys.get("role")) not in ("system", "developer")))
         for elt, item in zip(node.elts, items):  # ("system", text) pairs: LangChain's message tuples, anywhere
             if item.items is not None and len(item.items) == 2 and role_of(item.items[0]) in ("system", "developer"):
                 text = item.items[1]
