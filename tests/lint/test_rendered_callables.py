@@ -28,6 +28,9 @@ CASES = {
     "partial-variables": ('prompt = PromptTemplate(template="Now {date}. Be brief.", input_variables=[],\n'
                           '                        partial_variables={"date": _get_datetime})\n\n\n'
                           'def answer(q):\n    return llm.invoke([("system", prompt.format()), ("human", q)])\n'),
+    "library-function": ('import chevron\n\nSYSTEM = "It is {{now}}."\n\n\ndef answer(q):\n'
+                         '    system = chevron.render(SYSTEM, {"now": datetime.now})\n'
+                         '    return llm.invoke([("system", system), ("human", q)])\n'),
     "mustache-lambda": ('import chevron\n\nSYSTEM = "Today is {{formatDate}}."\n\n\ndef answer(q):\n'
                         '    system = chevron.render(SYSTEM, {"formatDate": lambda text, render: str(datetime.now())})\n'
                         '    return llm.invoke([("system", system), ("human", q)])\n'),

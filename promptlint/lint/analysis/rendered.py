@@ -59,5 +59,5 @@ def _results(fa, val: Val) -> list[Taint]:
     if val.func is not None:
         summary = val.func.module.summary(val.func)
         return [t for t in summary.ret.taints if t.param < 0 and t.label == "volatile"]
-    step = fa.m.step(val.node, f"{spec.note}: `{val.origin}`") if (spec := _library_source(fa, val)[0]) else None
-    return [Taint(spec.code, spec.label, (step,))]
+    spec = _library_source(fa, val)[0]  # (only callables that name a source get here)
+    return [Taint(spec.code, spec.label, (fa.m.step(val.node, f"{spec.note}: `{val.origin}`"),))]
