@@ -6,7 +6,7 @@ import ast
 import re
 
 from promptlint.lint.analysis import arguments, loops
-from promptlint.lint.analysis.values import EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, frozen_ok, merge
+from promptlint.lint.analysis.values import EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, frozen_ok, merge, narrowed
 from promptlint.lint.analysis.rendered import rendered_callables
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, before_history, entry_node, role_of, system_side, system_text
 from promptlint.lint.diagnostic import Fix, TraceStep
@@ -473,10 +473,12 @@ class Calls:
                 if t.param < 0:
                     out.append(t)
                     continue
-                arg = actual.get(t.param)
+                arg, rest = narrowed(actual[t.param], t.index) if t.param in actual else (None, ())
                 if t.role_only and arg is not None:  # the system messages of a known message list
                     arg = system_side(arg.items) or arg
                 for at in (arg.taints if arg is not None else ()):
+                    if at.param >= 0 and rest:  # the caller's own parameter, read at what is left
+                        at = at._replace(index=(at.index + rest)[:3])
                     if at.label != t.label or (t.code == LOCATED and at.code.startswith(_LOCATORS)):
                         continue
                     if t.code == LOCATED and at.param >= 0:
@@ -506,6 +508,7 @@ class Calls:
             arg = actual.get(ps.param)
             if arg is None:
                 continue
+            arg = narrowed(arg, ps.index)[0]  # `prompt[0]` inside: the caller's item 0
             arg_node = arguments.argument_syntax(node, ps.param - offset, params[ps.param]) or (
                 arg.node if isinstance(arg.node, ast.expr) else node)
             if ps.located:  # the argument only located a file: what located it is not the content

@@ -385,6 +385,10 @@ class Expressions:
         if _by_name(node.slice, key) and any(t.label == "unordered" for t in taints):
             # `personas[config.persona]`: one value picked by its name; the mapping's order is not in it.
             taints = tuple(t for t in taints if t.label != "unordered")
+        if isinstance(key.const, (int, str)) and not isinstance(key.const, bool):
+            # `prompt[0]` of a parameter: the caller's first item, when the caller's list is known.
+            taints = tuple(t._replace(index=t.index + (key.const,)) if t.param >= 0 and len(t.index) < 3 else t
+                           for t in taints)
         # The key selects, it does not become the value: `cache[id(obj)]` is not an id.
         return Val(taints, node=node,
                    origin=f"{base.origin}[]" if base.origin else None, template=self._template_entry(base.template, key.const))

@@ -231,7 +231,7 @@ class Sinks:
             if self.ref is not None and not self.role_branch and not taint.role_only:
                 steps = taint.steps + (sink_step or self.m.step(node, f"reaches {layer}"),)
                 self.param_sinks.append(ParamSink(taint.param, taint.label, taint.dumped, steps, layer, kind,
-                                                  located=taint.code == LOCATED))
+                                                  located=taint.code == LOCATED, index=taint.index))
             return
         if self.passes and loops.mine(self.passes, taint) and not (self.calling or self.sink_via or loops.sends(self.passes, taint)):
             return  # a loop that sends nothing (a message merger): what it grows is not sent per pass

@@ -27,8 +27,9 @@ def _content_of(target: ast.AST) -> ast.AST | None:
 
 
 #: Calls that only measure a prompt: a message list built for them is never sent (``/tokens``).
-_COUNTING_CALLS = re.compile(r"^(len|count_tokens|token_count|num_tokens\w*|get_num_tokens\w*|count_message_tokens|"
-                             r"tokenize|encode|estimate_tokens|count_tokens_\w+)$")
+_COUNTING_CALLS = re.compile(r"^(len|tokenize|encode|count_\w*tokens\w*|num_tokens\w*|"
+                             r"(?:get|calc|calculate|compute|estimate|measure)_(?:num_)?(?:\w+_)?tokens?(?:_count|_len)?"
+                             r"|\w*tokens?_count\w*)$")
 
 
 def _callee_name(node: ast.AST) -> str:

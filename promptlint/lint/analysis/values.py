@@ -39,10 +39,12 @@ class Taint(NamedTuple):
     unread: bool = False  # a file's name, not yet its content: what varies is read later, when it is used
     needs: str = ""  # a run-state field: a leak only if the conversation writes it (run_state.py)
     appended: bool = False  # added at the end of a list of unknown items: not what `xs[0]` reads
+    index: tuple = ()  # a parameter taint read at `p[0]` / `p["system"]`: the caller's item there
 
     def key(self) -> tuple:
         first = self.steps[0] if self.steps else None
-        return (self.code, self.label, self.param, self.dumped, first and (first.path, first.line, first.column), self.needs)
+        return (self.code, self.label, self.param, self.dumped, first and (first.path, first.line, first.column), self.needs,
+                self.index)
 
     def then(self, step: TraceStep) -> "Taint":
         if len(self.steps) >= MAX_STEPS or (self.steps and self.steps[-1] == step):
@@ -132,6 +134,19 @@ def _join_keys(a: dict | None, b: dict | None) -> dict | None:
     return {k: join(a.get(k), b.get(k)) for k in {**a, **b}}
 
 
+def narrowed(val: Val, index: tuple) -> tuple[Val, tuple]:
+    """``val[k1][k2]...`` as far as its structure is known (a list display's items, a dict
+    display's or record's keys), and what of ``index`` is left where it is not."""
+    for i, k in enumerate(index):
+        if isinstance(k, int) and val.items is not None and -len(val.items) <= k < len(val.items):
+            val = val.items[k]
+        elif isinstance(k, str) and val.keys is not None and k in val.keys:
+            val = val.keys[k]
+        else:
+            return val, index[i:]
+    return val, ()
+
+
 def common_fields(items: list[Val] | None) -> dict[str, Val] | None:
     """The fields of a list's elements when each is a known record or dict display
     (``for f in files: f.content``): each field joined over the elements."""
@@ -165,6 +180,7 @@ class ParamSink:
     layer: str
     arg_kind: str
     located: bool = False  # the parameter only located a file whose content reaches the sink
+    index: tuple = ()  # what of the parameter reaches it: `prompt[0]` is (0,) (Taint.index)
 
 
 @dataclass

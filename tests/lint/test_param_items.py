@@ -1,0 +1,44 @@
+"""A helper that reads one item of a list or dict it is given (issue 14, blind batch
+2026-11-26l): `prompt[0]` becomes the system message, `prompt[1]` the user's. The caller's other
+items do not reach the system message. Each case is a small example written for this suite."""
+
+from __future__ import annotations
+
+import pytest
+
+from promptlint.lint.engine import lint_source
+
+HELPER = '''from datetime import datetime
+
+from openai import OpenAI
+
+client = OpenAI()
+
+
+def generate(prompt, history):
+    system = prompt[{system}]
+    user = prompt[{user}]
+    return client.chat.completions.create(model="m", messages=[{{"role": "system", "content": system}}, *history,
+                                                                {{"role": "user", "content": user}}])
+
+
+def step(task, history):
+    return generate({argument}, history)
+'''
+
+
+@pytest.mark.parametrize("system, user, argument, reported", [
+    ("0", "1", '["You are a web agent.", f"{task} at {datetime.now()}"]', False),
+    ("0", "1", '[f"You are a web agent. {datetime.now()}", task]', True),
+    ('"system"', '"user"', '{"system": "Be brief.", "user": f"{task} at {datetime.now()}"}', False),
+    ('"system"', '"user"', '{"system": f"Now {datetime.now()}", "user": task}', True),
+    ("0", "1", 'list_of(task)', False),  # structure unknown: nothing to attribute the clock to
+])
+def test_only_the_item_the_helper_reads_reaches_its_sink(system, user, argument, reported):
+    text = HELPER.format(system=system, user=user, argument=argument) + "\n\ndef list_of(task):\n    return [task]\n"
+    assert bool(lint_source(text, "agent.py")) == reported
+
+
+def test_an_item_of_unknown_structure_still_carries_the_whole_argument():
+    text = HELPER.format(system="0", user="1", argument="opaque(task, datetime.now())")
+    assert [d.code for d in lint_source(text, "agent.py")] == ["PC101"]
