@@ -12,6 +12,9 @@ from __future__ import annotations
 import ast
 import re
 
+#: Decorators that compute a function's result once (per process, per arguments, per object) and
+#: hand the same value back afterwards: `@functools.lru_cache def system_prompt(): ...`.
+_MEMOIZERS = frozenset({"cache", "lru_cache", "cached_property", "cache_resource"})
 #: Methods that add to their receiver in place.
 GROWERS = frozenset({"append", "extend", "insert", "add", "update", "appendleft", "extendleft", "setdefault"})
 
@@ -156,8 +159,24 @@ def converses(body: list[ast.stmt]) -> bool:
     one conversation, so what the function computed before it is the same for every turn."""
     for n in (n for stmt in body for n in ast.walk(stmt)):
         if isinstance(n, ast.Call):
-            name = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+            name = callee_name(n.func)
             if name in _READS_INPUT or (name == "prompt" and isinstance(n.func, ast.Attribute)
                                         and getattr(n.func.value, "id", getattr(n.func.value, "attr", "")).endswith("session")):
                 return True
     return False
+
+
+def callee_name(func: ast.AST) -> str:
+    """The name a call is made by: ``input`` of ``input()``, ``receive_text`` of ``ws.receive_text()``."""
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def decorator_names(func: ast.AST) -> set[str]:
+    """The last word of each decorator's name: ``lru_cache`` of ``@functools.lru_cache(maxsize=1)``."""
+    return {callee_name(d.func if isinstance(d, ast.Call) else d) for d in getattr(func, "decorator_list", ())}
+
+
+def memoized(func: ast.AST) -> bool:
+    """A function whose result a decorator computes once and hands back afterwards."""
+    return not decorator_names(func).isdisjoint(_MEMOIZERS)
+

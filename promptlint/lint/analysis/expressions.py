@@ -7,7 +7,8 @@ import builtins
 import re
 
 from promptlint.lint.analysis import loops
-from promptlint.lint.analysis.values import EMPTY, HISTORY, NEWEST, RUN_STATE, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join, merge
+from promptlint.lint.analysis.values import (EMPTY, HISTORY, NEWEST, RUN_STATE, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join,
+                                             merge, narrowed, system_only)
 from promptlint.lint.analysis.sinks import role_of, system_side
 from promptlint.lint.diagnostic import Fix, TraceStep
 from promptlint.lint.run_state import graph_node, state_key
@@ -363,10 +364,9 @@ class Expressions:
         field_source = self.state_field(node.value, key.const, node, base)
         if field_source is not None:
             return field_source
-        if base.keys is not None and isinstance(key.const, str) and key.const in base.keys:
-            return base.keys[key.const]
-        if base.items is not None and isinstance(key.const, int) and -len(base.items) <= key.const < len(base.items):
-            return base.items[key.const]
+        item, rest = narrowed(base, (key.const,))  # a known item or field: `msgs[0]`, `msg["content"]`
+        if not rest:
+            return item
         taints = base.taints
         if isinstance(node.slice, ast.Slice):
             items = base.items
@@ -531,8 +531,7 @@ class Expressions:
             if isinstance(gen.target, ast.Name) and any(picks_system(cond, gen.target.id) for cond in gen.ifs):
                 # `[m for m in messages if m["role"] == "system"]`: the system messages only
                 element = system_side(it.items) or element
-                element = element.with_taints(tuple(t._replace(role_only=True) if t.param >= 0 else t
-                                                    for t in element.taints if t.label != "unordered"))
+                element = element.with_taints(system_only(tuple(t for t in element.taints if t.label != "unordered")))
             self.assign(gen.target, self.element_of(gen.iter, element), gen)
             for cond in gen.ifs:
                 self.eval(cond)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import ast
-
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.calls import Calls
 from promptlint.lint.analysis.expressions import Expressions
 from promptlint.lint.analysis.sinks import Sinks
 from promptlint.lint.analysis.statements import Statements
 from promptlint.lint.analysis.values import ClassInfo, FunctionRef, ParamSink, Summary, Taint, Val, frozen_ok
+from promptlint.lint.guards import memoized
 from promptlint.lint.lifetimes import runs_once, set_up_path
 
 
@@ -55,7 +54,7 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         leak); unordered values and template expressions evaluated later are still followed."""
         if self.ref is None:
             return self.cls is None and self.loop_depth == 0
-        return runs_once(getattr(self.ref.node, "name", "")) or _memoized(self.ref.node)
+        return runs_once(getattr(self.ref.node, "name", "")) or memoized(self.ref.node)
 
     def run_function(self) -> Summary:
         """The summary; a set-up path's result is what it computed once (a sticky session id, the
@@ -70,17 +69,3 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
             # caller passes is stored with the first messages once; orderings still count.
             summary.param_sinks = [ps for ps in summary.param_sinks if ps.label == "unordered"]
         return summary
-
-
-#: Decorators that compute a function's result once (per process, per arguments, per object) and
-#: hand the same value back afterwards: `@functools.lru_cache def system_prompt(): ...`.
-_MEMOIZERS = frozenset({"cache", "lru_cache", "cached_property", "cache_resource"})
-
-
-def _memoized(node) -> bool:
-    for d in getattr(node, "decorator_list", ()):
-        d = d.func if isinstance(d, ast.Call) else d
-        if (d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", "")) in _MEMOIZERS:
-            return True
-    return False
-

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from promptlint.lint.analysis.values import Taint, Val
-from promptlint.lint.guards import GROWERS, converses, self_attribute
+from promptlint.lint.guards import GROWERS, callee_name, converses, self_attribute
 
 #: The per-turn family: a value that differs between the requests a loop sends.
 CODE = "PC401"
@@ -42,7 +42,7 @@ class Pass:
 def enter(node: ast.AST, body: list[ast.stmt], env: dict[str, Val], request_methods) -> Pass:
     found = getattr(node, "_promptlint_loop", None)  # read from the syntax once per loop
     if found is None:
-        sends = any(isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None)) in request_methods
+        sends = any(isinstance(n, ast.Call) and callee_name(n.func) in request_methods
                     for stmt in body for n in ast.walk(stmt))
         found = node._promptlint_loop = (_bound_afresh(node, body), sends, _leaving(body), converses(body))
     return Pass(node, frozenset(env), *found)
@@ -146,8 +146,6 @@ def history(*vals: Val) -> bool:
             if (v.keys is not None and "role" in v.keys) or "Message" in name:
                 return True
     return False
-
-
 
 
 def bare_grower(node: ast.AST) -> bool:

@@ -11,6 +11,7 @@ from promptlint.lint.analysis.values import (
 )
 from promptlint.lint.catalog import Catalog
 from promptlint.lint.diagnostic import Diagnostic, TraceStep
+from promptlint.lint.guards import decorator_names
 from promptlint.lint.run_state import graph_node, writes_state
 from promptlint.lint.source import source_lines
 
@@ -23,8 +24,7 @@ _UI_TOOLKITS = frozenset({"textual", "urwid", "curses", "prompt_toolkit", "tkint
 def is_abstract(func: ast.AST) -> bool:
     """A method whose body only declares it: ``@abstractmethod``, or a docstring, ``pass``,
     ``...`` or ``raise NotImplementedError``."""
-    if any((d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", "")) == "abstractmethod"
-           for d in getattr(func, "decorator_list", ())):
+    if "abstractmethod" in decorator_names(func):
         return True
     body = [s for s in getattr(func, "body", ()) if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     return all(isinstance(s, ast.Pass) or (isinstance(s, ast.Raise) and "NotImplementedError" in ast.dump(s)) for s in body)

@@ -25,13 +25,15 @@ def rendered_callables(fa, node: ast.Call, args: list[Val], kwargs: dict[str, Va
     """(where, taints): the volatile results of the functions ``node`` gives a template for its
     placeholders, by the argument that holds each (a keyword's name, or a position)."""
     holders = [*enumerate(args), *kwargs.items()]
+    partial = isinstance(node.func, ast.Attribute) and node.func.attr == "partial"
+    texts = [v.const for _, v in holders if isinstance(v.const, str) and "{" in v.const]
+    if not partial and not texts:
+        return []  # no placeholder to fill: most calls stop here, before any catalog lookup
     named = [(where, name, val) for where, holder in holders
              for name, val in ([(where, holder)] if isinstance(where, str) else []) + list((holder.keys or {}).items())
              if val.func is not None or _library_source(fa, val)]
     if not named:
         return []
-    partial = isinstance(node.func, ast.Attribute) and node.func.attr == "partial"
-    texts = [v.const for _, v in holders if isinstance(v.const, str)]
     out: list[tuple[int | str, tuple[Taint, ...]]] = []
     for where, name, val in named:
         if partial or any(_placeholder(name).search(text) for text in texts):

@@ -8,8 +8,8 @@ import re
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, is_system_message, system_side
 from promptlint.lint.analysis.values import (NEWEST, RUN_STATE, FunctionRef, Summary, Taint, Val, common_fields, frozen_ok,
-                                             join, merge)
-from promptlint.lint.guards import first_pass, picks_system, role_test, unset_test
+                                             join, merge, system_only)
+from promptlint.lint.guards import callee_name, first_pass, picks_system, role_test, unset_test
 from promptlint.lint.run_state import state_key, state_receiver
 
 def _content_of(target: ast.AST) -> ast.AST | None:
@@ -25,15 +25,10 @@ def _content_of(target: ast.AST) -> ast.AST | None:
     return None
 
 
-
 #: Calls that only measure a prompt: a message list built for them is never sent (``/tokens``).
 _COUNTING_CALLS = re.compile(r"^(len|tokenize|encode|count_\w*tokens\w*|num_tokens\w*|"
                              r"(?:get|calc|calculate|compute|estimate|measure)_(?:num_)?(?:\w+_)?tokens?(?:_count|_len)?"
                              r"|\w*tokens?_count\w*)$")
-
-
-def _callee_name(node: ast.AST) -> str:
-    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
 
 
 def counting_only_names(func: ast.AST) -> frozenset[str]:
@@ -50,7 +45,7 @@ def counting_only_names(func: ast.AST) -> frozenset[str]:
             if isinstance(node.ctx, ast.Load):
                 names.append(node)
         elif isinstance(node, ast.Call):
-            if _COUNTING_CALLS.match(_callee_name(node.func)):
+            if _COUNTING_CALLS.match(callee_name(node.func)):
                 counting.update(id(a) for a in node.args if isinstance(a, ast.Name))
             for part in (node.func, *node.args):
                 if isinstance(part, ast.Attribute) and part.attr in ("append", "extend", "insert"):
@@ -382,7 +377,7 @@ class Statements:
         if self.role_branch and any(t.param >= 0 for t in val.taints):
             # `if msgs[0]["role"] == "system": instructions = msgs[0]["content"]`: what a parameter
             # gives here is its system message only, as for a sink inside the dispatch.
-            val = val.with_taints(tuple(t._replace(role_only=True) if t.param >= 0 else t for t in val.taints))
+            val = val.with_taints(system_only(val.taints))
         if isinstance(target, ast.Name):
             step = self.m.step(target, f"assigned to `{target.id}`")
             val = val.with_taints(tuple(t.then(step) for t in val.taints))

@@ -134,6 +134,12 @@ def _join_keys(a: dict | None, b: dict | None) -> dict | None:
     return {k: join(a.get(k), b.get(k)) for k in {**a, **b}}
 
 
+def system_only(taints: tuple[Taint, ...]) -> tuple[Taint, ...]:
+    """Taints picked out by a test for the system role: a parameter's stand for its system
+    messages only (``Taint.role_only``), a concrete one stays what it is."""
+    return tuple(t._replace(role_only=True) if t.param >= 0 else t for t in taints)
+
+
 def narrowed(val: Val, index: tuple) -> tuple[Val, tuple]:
     """``val[k1][k2]...`` as far as its structure is known (a list display's items, a dict
     display's or record's keys), and what of ``index`` is left where it is not."""
