@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from promptlint.lint.diagnostic import Diagnostic, FileResult, Settings, TraceStep
 from promptlint.lint.notebook import is_notebook, notebook_source
+from promptlint.lint.literal_search import NamesTest, names_test
 from promptlint.lint.run_state import resolve as resolve_run_state, written_fields
 from promptlint.lint.source import SourceError, decode_source, display_path, parse_python
 
@@ -368,9 +369,9 @@ def _imported_modules(text: str) -> str:
     return " ".join(sorted(names))
 
 
-def _names_any(path: str, names: frozenset[str]) -> bool:
+def _names_any(path: str, naming: NamesTest) -> bool:
     text, _ = read_text(path, 10**9)
-    return text is not None and any(name in text for name in names)
+    return text is not None and naming.search(text)
 
 
 def _stem(path: str) -> str:
@@ -430,10 +431,11 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
                 break
             seen = exported
             extra_names = frozenset(n for n in exported if not n.startswith("+"))
+            naming = names_test(extra_names)
             exporters = {_stem(p) for p, r in results.items() if r.param_sink_functions} | {
                 n[1:] for n in exported if n.startswith("+")}
             todo = [p for p in files if not results[p].analyzed and not results[p].diagnostics
-                    and not exporters.isdisjoint(imports.get(p, "").split()) and _names_any(p, extra_names)]
+                    and not exporters.isdisjoint(imports.get(p, "").split()) and _names_any(p, naming)]
             for path, result, names in workers.map(_second_pass, [(p, extra_names) for p in todo]):
                 results[path], imports[path] = result, names
                 analyzed_count += 1

@@ -19,6 +19,15 @@ _MEMOIZERS = frozenset({"cache", "lru_cache", "cached_property", "cache_resource
 GROWERS = frozenset({"append", "extend", "insert", "add", "update", "appendleft", "extendleft", "setdefault"})
 
 
+def descendants(node: ast.AST) -> tuple[ast.AST, ...]:
+    """``ast.walk(node)`` as a tuple, computed once per node: a function's syntax is read for
+    many facts (its bindings, counters, grown parameters, stores), each a walk of its own."""
+    found = node.__dict__.get("_promptlint_nodes")
+    if found is None:
+        found = node._promptlint_nodes = tuple(ast.walk(node))
+    return found
+
+
 def unset_test(test: ast.AST) -> str | None:
     """The attribute a get-or-create test checks (``self.x is None``, ``not self.x``), else None."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -146,6 +155,42 @@ def picks_system(test: ast.AST, name: str) -> bool:
     return (isinstance(test, ast.Compare) and bool(role_test(test))
             and all(isinstance(op, (ast.Eq, ast.Is, ast.In)) for op in test.ops)
             and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(test)))
+
+
+def role_names(loop: ast.AST, name: str) -> frozenset[str]:
+    """``name`` and the names a loop's body binds to its role (``role = m.get("role")``,
+    ``role = m["role"]``, ``role = m.role``): a test of either picks the message by its role
+    (cached on the loop)."""
+    cache = loop.__dict__.setdefault("_promptlint_roles", {})
+    found = cache.get(name)
+    if found is None:
+        found = {name}
+        for n in descendants(loop):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and _reads_role(n.value, name):
+                found.add(n.targets[0].id)
+        found = cache[name] = frozenset(found)
+    return found
+
+
+def _reads_role(value: ast.AST, name: str) -> bool:
+    if isinstance(value, ast.Call) and value.args:  # `m.get("role", "")`, `getattr(m, "role", None)`
+        if isinstance(value.func, ast.Attribute) and value.func.attr == "get":
+            holder, key = value.func.value, value.args[0]
+        elif getattr(value.func, "id", None) == "getattr" and len(value.args) >= 2:
+            holder, key = value.args[0], value.args[1]
+        else:
+            return False
+        return isinstance(holder, ast.Name) and holder.id == name and isinstance(key, ast.Constant) and key.value == "role"
+    if isinstance(value, ast.Subscript):
+        return (isinstance(value.value, ast.Name) and value.value.id == name
+                and isinstance(value.slice, ast.Constant) and value.slice.value == "role")
+    return isinstance(value, ast.Attribute) and value.attr == "role" and isinstance(value.value, ast.Name) and value.value.id == name
+
+
+def ends_pass(body: list[ast.stmt]) -> bool:
+    """A branch that ends the loop's pass (``...; continue``): what follows it in the loop body
+    runs for the other values only."""
+    return bool(body) and isinstance(body[-1], ast.Continue)
 
 
 #: Calls that wait for the user's next message: a loop that makes them holds a conversation.

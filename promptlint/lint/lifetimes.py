@@ -20,7 +20,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from promptlint.lint.guards import converses, first_pass
+from promptlint.lint.guards import converses, descendants, first_pass
 from promptlint.lint.source import parse_python
 
 #: Methods that run once per object: what they compute is frozen for the object's life.
@@ -111,7 +111,7 @@ def _locate(tree: ast.AST, line: int) -> tuple[_Def | None, bool, bool, bool]:
 def _talks_after(func: ast.AST, line: int) -> bool:
     """A loop of ``func`` that starts after ``line`` and waits for the user's next message."""
     return any(isinstance(n, (ast.For, ast.AsyncFor, ast.While)) and n.lineno > line and converses(n.body)
-               for n in ast.walk(func))
+               for n in descendants(func))
 
 
 def _mentions_in(text: str, name: str):

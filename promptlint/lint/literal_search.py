@@ -9,6 +9,7 @@ seconds on a large tree. ``TextTest`` gives the same answers as ``re.search`` fr
 
 from __future__ import annotations
 
+import functools
 import re
 
 
@@ -90,6 +91,45 @@ def token_test(tokens: dict[str, bool]) -> TextTest:
         words = r"\s*\.\s*".join(map(re.escape, name.split(".")))
         branches.append(rf"\.\s*{words}\b" if dotted and "." not in name else rf"\b{words}\b")
     return TextTest("|".join(branches) or r"(?!)")
+
+
+class NamesTest:
+    """Whether a text names one of ``names`` as a word; a name with a leading dot is a method
+    (``.start``: ``agent.start(`` but not ``.startswith(``; ``LLM`` but not ``LLMConfig``).
+    ``str.find`` per name (the names are plain words): a run asks it of every function of every
+    file that may call another module's builder, with hundreds of names."""
+
+    def __init__(self, names):
+        tokens: dict[str, bool] = {}
+        for name in names:
+            bare = name.lstrip(".")
+            tokens[bare] = tokens.get(bare, True) and name.startswith(".")
+        self.tokens = sorted(tokens.items())
+
+    def search(self, text: str) -> bool:
+        for name, dotted in self.tokens:
+            at = text.find(name)
+            while at >= 0:
+                end = at + len(name)
+                if not (end < len(text) and _word_char(text[end])) and (
+                        _after_dot(text, at) if dotted else not (at and _word_char(text[at - 1]))):
+                    return True
+                at = text.find(name, end)
+        return False
+
+
+def _after_dot(text: str, at: int) -> bool:
+    """``text[at]`` follows a dot (``agent.start``, ``agent. start``)."""
+    at -= 1
+    while at >= 0 and text[at] in " \t":
+        at -= 1
+    return at >= 0 and text[at] == "."
+
+
+@functools.lru_cache(maxsize=64)
+def names_test(names: frozenset[str]) -> NamesTest:
+    """``NamesTest`` of ``names``, built once per set."""
+    return NamesTest(names)
 
 
 def merged_tokens(token_maps) -> dict[str, bool]:

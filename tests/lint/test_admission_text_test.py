@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from promptlint.lint.catalog import load_catalog
-from promptlint.lint.literal_search import TextTest, _top_level_branches
+from promptlint.lint.literal_search import TextTest, _top_level_branches, names_test
 
 PATTERNS = [
     r"""["']role["']\s*:\s*["'](?:system|developer)["']""",
@@ -102,3 +103,32 @@ def test_a_caller_of_a_method_that_carries_a_parameter_into_a_sink_is_analysed_o
     assert [(d.path.rsplit("/", 1)[-1], d.line, d.code) for d in report.diagnostics] == [("app.py", 7, "PC101")]
     assert report.analyzed == 2  # helpers.py (a sink) and app.py (a caller of Assistant.ask)
 
+
+
+NAMES = frozenset({".start", ".run", "LLM", "create_agent", "build"})
+
+
+def _names_by_regex(text: str) -> bool:
+    """The meaning of ``NamesTest``, spelt as one regex (slow on large files, exact)."""
+    words = [r"\.[ \t]*start", r"\.[ \t]*run", r"(?<!\w)LLM", r"(?<!\w)create_agent", r"(?<!\w)build"]
+    return re.search(rf"(?:{'|'.join(words)})(?!\w)", text) is not None
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from([".", "start", "run", "with", "LLM", "Config", "create_agent", "build", "er", "_",
+                                 " ", "\t", "\n", "(", "x", "a1"]), max_size=14).map("".join))
+def test_names_test_says_what_the_word_regex_says(text):
+    assert names_test(NAMES).search(text) == _names_by_regex(text)
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    ("agent.start(prompt)", True),
+    ("if line.startswith('#'):", False),  # a method's name inside a longer one
+    ("llm = LLM(model=m)", True),
+    ("cfg = LLMConfig()", False),
+    ("start(x)", False),  # a method is called on something
+    ("self.builder.build()", True),
+    ("rebuild()", False),
+])
+def test_names_test_reads_whole_words(text, found):
+    assert names_test(NAMES).search(text) is found

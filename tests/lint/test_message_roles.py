@@ -53,6 +53,29 @@ def send(history, question):
     rest = [m for m in messages if m.get("role") != "system"]
     return client.messages.create(model="m", max_tokens=9, system=system, messages=rest)
 ''',
+    "alias": '''
+def send(history, question):
+    messages = build(history, question)
+    system, rest = None, []
+    for m in messages:
+        role = m.get("role", "")
+        if role in ("system", "developer"):
+            system = m["content"]
+        else:
+            rest.append(dict(m))
+    return client.messages.create(model="m", max_tokens=9, system=system, messages=rest)
+''',
+    "continue": '''
+def send(history, question):
+    messages = build(history, question)
+    system, rest = None, []
+    for m in messages:
+        if m["role"] == "system":
+            system = m["content"]
+            continue
+        rest.append(m)
+    return client.messages.create(model="m", max_tokens=9, system=system, messages=rest)
+''',
     "helper": '''
 def split(messages):
     system = [m["content"] for m in messages if m["role"] in ("system", "developer")]
@@ -82,7 +105,7 @@ def test_a_clock_in_the_system_message_still_reaches_system(shape):
     assert ("PC101", _request_line(text)) in [(d.code, d.line) for d in lint_source(text, "adapter.py")]
 
 
-@pytest.mark.parametrize("shape", ["loop", "comprehension"])
+@pytest.mark.parametrize("shape", ["loop", "comprehension", "alias", "continue"])
 @pytest.mark.parametrize("stamp_system", [False, True])
 def test_a_list_built_and_split_in_one_function(shape, stamp_system):
     text = _source(SPLITS[shape], stamp_system, inline=True)
@@ -126,3 +149,37 @@ def test_a_system_message_after_the_history_in_a_list_display_is_late(before, re
             "{'role': 'system', 'content': f'Now {datetime.now()}'}, {'role': 'user', 'content': q}]\n"
             "    return OpenAI().chat.completions.create(model='m', messages=messages)\n")
     assert bool(lint_source(text, "late.py")) == reported
+
+
+RESPONSES_ADAPTER = '''import datetime
+import httpx
+
+
+def to_payload(messages):
+    instructions, items = None, []
+    for msg in messages:
+        role = msg.get("role", "")
+        if role in ("system", "developer"):
+            instructions = msg.get("content", "")
+        else:
+            item = dict(msg)
+            items.append(item)
+    return {"model": "m", "instructions": instructions, "input": items}
+
+
+def ask(question):
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER}]
+    return httpx.post("https://api.example.invalid/v1/responses", json=to_payload(messages))
+'''
+
+
+@pytest.mark.parametrize("stamp_system", [False, True])
+def test_an_adapter_sets_the_other_roles_aside_from_its_instructions(stamp_system):
+    """`role = msg.get("role")` then `if role in ("system", "developer"): ... else:` (a Responses
+    API adapter): the else branch holds the other messages, so a per-turn value of the user
+    message goes to `input`, not to `instructions`."""
+    system, user = ("f'Today is {datetime.datetime.now()}.'", "'hi'") if stamp_system else (
+        "'You are terse.'", "f'{datetime.datetime.now()}: hi'")
+    text = RESPONSES_ADAPTER.replace("SYSTEM", system).replace("USER", user)
+    codes = [d.code for d in lint_source(text, "adapter.py")]
+    assert ("PC101" in codes) if stamp_system else codes == []

@@ -8,7 +8,7 @@ import ast
 import re
 
 from promptlint.lint.analysis.values import Taint, Val
-from promptlint.lint.guards import GROWERS, self_attribute
+from promptlint.lint.guards import GROWERS, descendants, self_attribute
 
 #: Methods that change their receiver in place.
 MUTATORS = GROWERS | {"__setitem__"}
@@ -87,7 +87,7 @@ def param_stores(func: ast.AST, params: list[str]) -> list[tuple[str, int]]:
         return sorted({index[n.id] for n in ast.walk(expr)
                        if isinstance(n, ast.Name) and n.id in index and n.id not in ("self", "cls")})
 
-    for sub in ast.walk(func):
+    for sub in descendants(func):
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in MUTATORS:
             attr = self_attribute(sub.func.value)
             if attr:

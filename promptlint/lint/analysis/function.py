@@ -31,6 +31,7 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         self.stable_template: tuple | None = None  # (template step, layer) of a system template being built
         self.role_branch = 0  # > 0 inside `if role == "system":` (a role dispatch)
         self.role_elements: list = []  # (target, system-side element, loop) of the loops over message lists
+        self.loop_targets: list = []  # (target name, loop) of the enclosing `for` loops
         self.loop_depth = 0  # > 0 inside a loop (a module-level loop runs per request)
         self.sending = 0  # > 0 while checking the arguments of a request-sending call
         self.bare_call = None  # the call of the statement being evaluated, when it is `x.append(...)` alone

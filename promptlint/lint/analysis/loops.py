@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from promptlint.lint.analysis.values import Taint, Val
-from promptlint.lint.guards import GROWERS, callee_name, converses, self_attribute
+from promptlint.lint.guards import GROWERS, callee_name, converses, descendants, self_attribute
 
 #: The per-turn family: a value that differs between the requests a loop sends.
 CODE = "PC401"
@@ -160,9 +160,9 @@ def grown_params(func: ast.AST, params: list[str]) -> frozenset[int]:
     if found is None:
         index = {name: i for i, name in enumerate(params)}
         found = set()
-        copied = {t.id for n in ast.walk(func) if isinstance(n, ast.Assign) and len(n.targets) == 1
+        copied = {t.id for n in descendants(func) if isinstance(n, ast.Assign) and len(n.targets) == 1
                   and isinstance(t := n.targets[0], ast.Name) and t.id in index and _copy_of(n.value, t.id)}
-        for n in ast.walk(func):
+        for n in descendants(func):
             target = None
             # A statement of its own (`log = log.append(m)` returns a new log, leaving the argument be).
             if isinstance(n, ast.Expr) and bare_grower(n.value):
@@ -268,7 +268,7 @@ def bindings(func: ast.AST) -> Bindings:
         return found
     stores: Counter = Counter()
     singles, empty, attrs, tests = [], set(), set(), False
-    for n in ast.walk(func):
+    for n in descendants(func):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             stores[n.id] += 1
         elif isinstance(n, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in n.ops):
@@ -306,17 +306,17 @@ def _lone_messages(func: ast.AST, stores: Counter) -> frozenset[int]:
             value.elts[0], ast.Dict) else None
 
     lone, named = set(), {}
-    for n in ast.walk(func):
+    for n in descendants(func):
         if isinstance(n, ast.keyword) and n.arg == "messages" and (only := single(n.value)):
             lone.add(only)
         elif (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
               and stores[n.targets[0].id] == 1 and single(n.value)):
             named[n.targets[0].id] = single(n.value)
     if named:
-        passed = {id(a) for n in ast.walk(func) if isinstance(n, ast.Call)
+        passed = {id(a) for n in descendants(func) if isinstance(n, ast.Call)
                   for a in [*n.args, *(k.value for k in n.keywords)] if isinstance(a, ast.Name)}
         reads = {}
-        for n in ast.walk(func):
+        for n in descendants(func):
             if isinstance(n, ast.Name) and n.id in named and isinstance(n.ctx, ast.Load):
                 reads.setdefault(n.id, []).append(id(n) in passed)
         lone.update(named[name] for name, ok in reads.items() if ok and all(ok))

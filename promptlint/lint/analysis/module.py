@@ -12,6 +12,7 @@ from promptlint.lint.analysis.values import (
 from promptlint.lint.catalog import Catalog
 from promptlint.lint.diagnostic import Diagnostic, TraceStep
 from promptlint.lint.guards import decorator_names
+from promptlint.lint.literal_search import names_test
 from promptlint.lint.run_state import graph_node, writes_state
 from promptlint.lint.source import source_lines
 
@@ -252,8 +253,7 @@ class ModuleAnalysis:
         return "\n".join(self.lines[start - 1: node.end_lineno])
 
     def _mentions(self, node: ast.AST, names: set[str]) -> bool:
-        text = self._segment(node)
-        return any(name in text for name in names)
+        return names_test(frozenset(names)).search(self._segment(node))
 
     def param_sink_functions(self) -> list[str]:
         """Names of this module's functions that carry a parameter into a sink."""

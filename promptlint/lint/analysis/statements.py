@@ -9,7 +9,8 @@ from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, is_system_message, system_side
 from promptlint.lint.analysis.values import (NEWEST, RUN_STATE, FunctionRef, Summary, Taint, Val, common_fields, frozen_ok,
                                              join, merge, system_only)
-from promptlint.lint.guards import callee_name, first_pass, picks_system, role_test, unset_test
+from promptlint.lint.guards import (callee_name, descendants, ends_pass, first_pass, picks_system, role_names, role_test,
+                                    unset_test)
 from promptlint.lint.run_state import state_key, state_receiver
 
 def _content_of(target: ast.AST) -> ast.AST | None:
@@ -40,7 +41,7 @@ def counting_only_names(func: ast.AST) -> frozenset[str]:
     names: list[ast.Name] = []
     counting: set[int] = set()  # names passed to a counting call
     adding: set[int] = set()  # names read as `name.append` where a call reads it
-    for node in ast.walk(func):
+    for node in descendants(func):
         if isinstance(node, ast.Name):
             if isinstance(node.ctx, ast.Load):
                 names.append(node)
@@ -223,9 +224,13 @@ class Statements:
         self.env = dict(before)
         dispatch = role_test(node.test)
         self.role_branch += dispatch
-        if dispatch:  # `for m in messages: if m["role"] == "system":` sees the system messages only
+        # `for m in messages: if m["role"] == "system":` (or `role = m.get("role")` first) sees the
+        # system messages only; its `else:` (or what follows a `continue`) the others.
+        picked = [(name, loop) for name, loop in self.loop_targets
+                  if any(picks_system(node.test, n) for n in role_names(loop, name))] if dispatch else []
+        if picked:
             for target, element, loop in self.role_elements:
-                if picks_system(node.test, target.id):
+                if any(target.id == name for name, _ in picked):
                     self.assign(target, element, loop)
         lazy = unset_test(node.test)
         self.lazy.append(lazy)
@@ -238,10 +243,20 @@ class Statements:
             self.first_pass -= first
         self.role_branch -= dispatch
         taken, self.env = self.env, dict(before)
+        self._other_roles(picked)
         self.run_block(node.orelse)
         self.env = _joined(before, taken, self.env)
+        if ends_pass(node.body):
+            self._other_roles(picked)
         self.depth = depth
         self.control.pop()
+
+    def _other_roles(self, picked: list) -> None:
+        """Where a role test has set the system messages aside, the loop's message is another
+        role's: what a parameter gives there is no system message (`else: input_items.append(m)`)."""
+        for name, _ in picked:
+            if name in self.env:
+                self.env[name] = self.env[name].keep_deep(lambda t: t.param < 0)
 
     def clock_taints(self, test: Val, node: ast.AST) -> tuple[Taint, ...]:
         """A clock read in a test chooses which constant text goes in (``if now.hour < 12``)."""
@@ -261,6 +276,8 @@ class Statements:
         picked = system_side(iter_val.items) if isinstance(target, ast.Name) else None
         if picked is not None:
             self.role_elements.append((target, self.element_of(node.iter, picked), node))
+        if isinstance(target, ast.Name):
+            self.loop_targets.append((target.id, node))
         for _ in range(2):  # twice: values assigned late in the body flow to its start
             if target is not None:
                 # Each iteration rebinds the target: what the body later assigns to the same
@@ -272,6 +289,8 @@ class Statements:
             self.run_block(body)
         if picked is not None:
             self.role_elements.pop()
+        if isinstance(target, ast.Name):
+            self.loop_targets.pop()
         self.loop_unordered.pop()
         self._leave_loop()
         self.run_block(orelse)
