@@ -138,7 +138,7 @@ def fingerprint_files(paths: list[Path]) -> str:
 
 LABELS = ("volatile", "unordered")
 ARG_KINDS = (
-    "value", "anthropic-system", "anthropic-messages", "chat-messages", "role-tuples",
+    "value", "template", "anthropic-system", "anthropic-messages", "chat-messages", "role-tuples",
     "dict-keys", "callable", "state-template", "cache-key",
 )
 

@@ -7,7 +7,7 @@ import re
 
 from promptlint.lint.analysis import arguments, loops
 from promptlint.lint.analysis.values import EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, frozen_ok, merge, narrowed
-from promptlint.lint.analysis.rendered import rendered_callables
+from promptlint.lint.analysis.rendered import names_placeholder, placeholder_step, rendered_callables
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, before_history, entry_node, role_of, system_side, system_text
 from promptlint.lint.diagnostic import Fix, TraceStep
 
@@ -32,6 +32,9 @@ _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
 #: Families of what may locate a file without being in it: host facts, clocks and ids in a path.
 _LOCATORS = ("PC1", "PC2", "PC3")
 #: Classes of a system message, whatever library they come from.
+#: Calls that return their argument's structure: a copy or a read-only view of a list or dict.
+_SAME_STRUCTURE = frozenset({"builtins.dict", "builtins.list", "builtins.tuple", "types.MappingProxyType", "copy.copy",
+                             "copy.deepcopy"})
 _SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "SystemPrompt", "SystemChatMessage",
                    "SystemMessagePromptTemplate"}
 
@@ -105,8 +108,9 @@ class Calls:
             for kw in node.keywords:
                 if kw.arg in kwargs and (grown := self.conversation_rendered(kw.value) or self.conversation_rendered(kw.value, kw.arg)):
                     kwargs[kw.arg] = kwargs[kw.arg].with_taints(merge(kwargs[kw.arg].taints, grown))
+        # (`ChatPromptTemplate.from_messages(...)`, `ChatMessage.from_system(...)` build, as a constructor does)
         sends = callee in REQUEST_METHODS or bool(
-            origin and callee[:1].islower() and self.m.catalog.sink_calls.match(origin))
+            origin and callee[:1].islower() and not callee.startswith("from_") and self.m.catalog.sink_calls.match(origin))
         self.replies = self.replies or (sends and callee in _ASKS)
         if self.defer_shapes and callee in _SYSTEM_CLASSES:
             # `msgs.append(SystemMessage(content=x))`: a system message that the list places
@@ -127,6 +131,9 @@ class Calls:
             self.calling -= 1
         if origin == "builtins.dict" and not args:
             return Val(merge(*(v.taints for v in kwargs.values())), keys=dict(kwargs), node=node)
+        if origin in _SAME_STRUCTURE and len(args) == 1 and not kwargs:  # `MappingProxyType(registry)`: a view of it
+            a = args[0]
+            return Val(a.taints, items=a.items, keys=a.keys, node=node, template=a.template, sink_layer=a.sink_layer)
         if origin == "asyncio.gather":  # `a, b = await gather(f(), g())`: each result keeps its own taints
             return Val(merge(*(a.taints for a in args)), items=list(args), node=node)
         if callee == "strftime" and args and _zone_only(args[-1].const):
@@ -378,48 +385,32 @@ class Calls:
         where = template_val.template
         out = list(template_val.taints)
         text_lines = self.m.project.template_lines(where.path) if self.m.project and where.path != self.m.path else None
+        # A template constant of another module (`from .prompts import PROMPTS`) is read there.
+        owner = self.m.project.analysis(where.path) or self.m if text_lines is None and where.path != self.m.path and (
+            self.m.project is not None) else self.m
         named = list(kwargs.items())
         for a in args:
             named += list(a.keys.items()) if a.keys is not None else [(None, a)]
-        known = "\n".join(text_lines) if text_lines is not None else self.m.template_texts.get((where.line, where.column))
+        known = "\n".join(text_lines) if text_lines is not None else owner.template_texts.get((where.line, where.column))
+        end = owner.template_ends.get((where.line, where.column), where.line)
+        if text_lines is None and known is not None and end - where.line != known.count("\n"):
+            known = "\n".join(owner.lines[where.line - 1:end])  # joined from pieces: all of their lines
         for name, val in named:
-            if name is not None and known is not None and not re.search(r"\b%s\b" % re.escape(name), known):
+            if name is not None and known is not None and not names_placeholder(known, name, text_lines is not None):
                 continue  # the template never names this variable: the value goes nowhere
             for t in val.taints:
                 report = t.report_at
-                if name is not None and t.param < 0:
-                    report = self._placeholder_step(where, name, text_lines) or report
+                if name is not None and t.param < 0 and owner is self.m:
+                    report = placeholder_step(owner, where, name, text_lines) or report
                 step = self.m.step(node, f"substituted into template{f' as `{name}`' if name else ''}")
                 t = t._replace(steps=t.steps + (step,) + ((report,) if report and report is not t.report_at else ()), report_at=report)
-                unknown_text = text_lines is None and (where.line, where.column) not in self.m.template_texts
+                # (a constant of another module: its text says which names reach it, reported here)
+                unknown_text = owner is not self.m or text_lines is None and (where.line, where.column) not in owner.template_texts
                 if template_val.sink_layer is not None and name is not None and (report is not None or unknown_text):
                     self._report(t, node, template_val.sink_layer, "value")
                 else:
                     out.append(t)
         return Val(merge(out), node=node)
-
-    def _placeholder_step(self, where: TraceStep, name: str, text_lines: list[str] | None) -> TraceStep | None:
-        pattern = re.compile(r"\{\{?\s*%s\s*[}|!:.\[]|\$\{?%s\b" % (re.escape(name), re.escape(name)))
-        if text_lines is None:  # a constant of this module: its text, or its source lines if joined from pieces
-            text = self.m.template_texts.get((where.line, where.column))
-            if text is None:
-                return None
-            end = self.m.template_ends.get((where.line, where.column), where.line)
-            if end - where.line != text.count("\n"):
-                text_lines = self.m.lines[:end]
-        if text_lines is not None:
-            for i, line in enumerate(text_lines[where.line - 1:], where.line):
-                m = pattern.search(line)
-                if m:
-                    return TraceStep(where.path, i, m.start() + 1, f"placeholder `{{{name}}}` in template")
-            return None
-        m = pattern.search(text)
-        if not m:
-            return None
-        line = where.line + text.count("\n", 0, m.start())
-        # Columns inside a multi-line constant are relative to its own lines.
-        col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + (where.column + 1 if line == where.line else 1)
-        return TraceStep(self.m.path, line, col, f"placeholder `{{{name}}}` in template")
 
     def _construct(self, node: ast.Call, info: ClassInfo, args, kwargs) -> Val:
         found = self._class_info(info.qualname)
@@ -498,7 +489,7 @@ class Calls:
                 return val
             # Positions inside another module cannot be reported here: point at the call instead.
             here = val.node if val.node is not None and ref.module is self.m else node
-            return Val(substitute(val.taints), const=val.const, node=here, template=val.template,
+            return Val(substitute(val.taints), const=val.const, node=here, template=val.template, sink_layer=val.sink_layer,
                        items=[structure(v, depth + 1) for v in val.items] if val.items is not None else None,
                        keys={k: structure(v, depth + 1) for k, v in val.keys.items()} if val.keys is not None else None)
 

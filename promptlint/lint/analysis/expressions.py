@@ -8,7 +8,8 @@ import re
 
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.values import (EMPTY, HISTORY, NEWEST, RUN_STATE, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join,
-                                             merge, narrowed, system_only)
+                                             holds_template, key_of, merge, narrowed,
+                                             system_only)
 from promptlint.lint.analysis.sinks import role_of, system_side
 from promptlint.lint.diagnostic import Fix, TraceStep
 from promptlint.lint.run_state import graph_node, state_key
@@ -209,7 +210,7 @@ class Expressions:
             # A constant of another project module (prompt templates live in prompts.py/const.py):
             # computed at its import, so only orderings and template expressions still vary.
             found = self.m.project.resolve_value(qual, self.m)
-            if found is not None and (found.taints or found.template is not None):
+            if found is not None and (found.taints or found.template is not None or holds_template(found)):
                 val = found.keep(frozen_ok)
                 return Val(val.taints, origin=qual, const=found.const, items=found.items, keys=found.keys,
                            node=node, template=found.template, sink_layer=found.sink_layer)
@@ -364,7 +365,7 @@ class Expressions:
         field_source = self.state_field(node.value, key.const, node, base)
         if field_source is not None:
             return field_source
-        item, rest = narrowed(base, (key.const,))  # a known item or field: `msgs[0]`, `msg["content"]`
+        item, rest = narrowed(base, (key_of(node.slice, key),))  # a known item or field: `msgs[0]`, `msg["content"]`
         if not rest:
             return item
         taints = base.taints
@@ -415,6 +416,9 @@ class Expressions:
         if isinstance(node.op, ast.BitOr) and left.template is not None:
             # `prompt | llm | parser`: the chain's `.invoke({...})` fills the prompt it starts with.
             return Val(merge(left.taints, right.taints), node=node, template=left.template, sink_layer=left.sink_layer)
+        if isinstance(node.op, ast.Add) and template is not None and (key := (template.line, template.column)) in self.m.template_ends:
+            # `"""...{a}""" + today + """...{b}"""`: one template, its text spread over all the pieces
+            self.m.template_ends[key] = max(self.m.template_ends[key], node.end_lineno or node.lineno)
         return Val(merge(left.taints, right.taints), items=items, node=node, template=template)
 
     def eval_BoolOp(self, node: ast.BoolOp) -> Val:
@@ -477,8 +481,7 @@ class Expressions:
                 text = item.items[1]
                 at = elt.elts[1] if isinstance(elt, (ast.Tuple, ast.List)) and len(elt.elts) == 2 else text.node or node
                 self.sink_value(text, at, "value", "system message (recognised by its shape)")
-                self.stable_template = (text.template or self.m.step(text.node or node, "template"),
-                                        "system message (recognised by its shape)")
+                self.stable_template = (self._template_step(text, node), "system message (recognised by its shape)")
         return Val(merge(*(v.taints for v in items)), items=items, node=node)
 
     eval_Tuple = eval_List
@@ -509,8 +512,8 @@ class Expressions:
                 continue
             kv = self.eval(k)
             taints.append(kv.taints)
-            if isinstance(kv.const, str):
-                keys[kv.const] = val
+            if isinstance(key := key_of(k, kv), str):
+                keys[key] = val
         if not self.defer_shapes:
             self.check_message_shape(keys, node)
         self.check_payload_shape(keys, node)

@@ -7,7 +7,7 @@ import ast
 
 from promptlint.lint.analysis.function import FunctionAnalysis
 from promptlint.lint.analysis.values import (
-    _DEPTH, MAX_SUMMARY_DEPTH, ClassInfo, FunctionRef, Summary, Taint, Val, _opaque,
+    _DEPTH, MAX_SUMMARY_DEPTH, ClassInfo, FunctionRef, Summary, Taint, Val, _opaque, holds_template,
 )
 from promptlint.lint.catalog import Catalog
 from promptlint.lint.diagnostic import Diagnostic, TraceStep
@@ -226,7 +226,7 @@ class ModuleAnalysis:
                 or writes_state(seg) or graph_node(r.node)]  # what it writes into a run's state (run_state.py)
         # Globals holding a stable template (`prompt = ChatPromptTemplate.from_messages(...)`):
         # a function that fills one writes a stable layer without naming any sink token.
-        names = set(extra_names) | {n for n, v in self.globals.items() if v.sink_layer}
+        names = set(extra_names) | self.template_globals()
         if names:
             todo += [r for r in refs if r not in todo and self._mentions(r.node, names)]
         while todo:
@@ -255,9 +255,15 @@ class ModuleAnalysis:
     def _mentions(self, node: ast.AST, names: set[str]) -> bool:
         return names_test(frozenset(names)).search(self._segment(node))
 
+    def template_globals(self) -> set[str]:
+        """Module globals holding a stable template (or a registry of them): a function that
+        fills one writes a stable layer without naming any sink token."""
+        return {n for n, v in self.globals.items() if holds_template(v)}
+
     def param_sink_functions(self) -> list[str]:
-        """Names of this module's functions that carry a parameter into a sink."""
-        out = []
+        """Names of this module's functions that carry a parameter into a sink, and of its
+        globals that hold a stable template (whoever imports one may fill it)."""
+        out = sorted(self.template_globals())
         for ref in [*self.functions.values(), *(m for c in self.classes.values() for m in c.methods.values())]:
             summary = self.summaries.get(id(ref.node))
             if summary is not None and summary.param_sinks:

@@ -1,4 +1,5 @@
-"""Callables a template calls each time it renders (issue 14).
+"""Callables a template calls each time it renders (issue 14), and where a placeholder is in a
+template's text.
 
 Template libraries take functions for placeholders and call them on every render: LangChain's
 ``PromptTemplate(template="... {date}", partial_variables={"date": _get_datetime})`` and
@@ -19,6 +20,7 @@ import ast
 import re
 
 from promptlint.lint.analysis.values import Taint, Val, clip
+from promptlint.lint.diagnostic import TraceStep
 
 
 def rendered_callables(fa, node: ast.Call, args: list[Val], kwargs: dict[str, Val]) -> list[tuple[int | str, tuple[Taint, ...]]]:
@@ -63,3 +65,40 @@ def _results(fa, val: Val) -> list[Taint]:
         return [t for t in summary.ret.taints if t.param < 0 and t.label == "volatile"]
     spec = _library_source(fa, val)[0]  # (only callables that name a source get here)
     return [Taint(spec.code, spec.label, (fa.m.step(val.node, f"{spec.note}: `{val.origin}`"),))]
+
+
+def _placeholder(name: str) -> re.Pattern:
+    """``{name}``, ``{name!r}``, ``{{ name }}``, ``${name}``: the name as a placeholder."""
+    return re.compile(r"\{\{?\s*%s\s*[}|!:.\[]|\$\{?%s\b" % (re.escape(name), re.escape(name)))
+
+
+def names_placeholder(text: str, name: str, template_file: bool) -> bool:
+    """Whether a template's text can take ``name``: as a placeholder of a constant (the word
+    alone is prose: "Given the following tasks"), or anywhere in a template file (Jinja loops)."""
+    return (re.search(r"\b%s\b" % re.escape(name), text) if template_file else _placeholder(name).search(text)) is not None
+
+
+def placeholder_step(owner, where: TraceStep, name: str, text_lines: list[str] | None) -> TraceStep | None:
+    """Where ``{name}`` is in the template text at ``where`` (a constant of module ``owner``, or
+    the lines of a template file), or None when it is not there."""
+    pattern = _placeholder(name)
+    if text_lines is None:  # a constant of a module: its text, or its source lines if joined from pieces
+        text = owner.template_texts.get((where.line, where.column))
+        if text is None:
+            return None
+        end = owner.template_ends.get((where.line, where.column), where.line)
+        if end - where.line != text.count("\n"):
+            text_lines = owner.lines[:end]
+    if text_lines is not None:
+        for i, line in enumerate(text_lines[where.line - 1:], where.line):
+            m = pattern.search(line)
+            if m:
+                return TraceStep(where.path, i, m.start() + 1, f"placeholder `{{{name}}}` in template")
+        return None
+    m = pattern.search(text)
+    if not m:
+        return None
+    line = where.line + text.count("\n", 0, m.start())
+    # Columns inside a multi-line constant are relative to its own lines.
+    col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + (where.column + 1 if line == where.line else 1)
+    return TraceStep(where.path, line, col, f"placeholder `{{{name}}}` in template")

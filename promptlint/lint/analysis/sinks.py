@@ -8,6 +8,7 @@ import re
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.values import LOCATED, ParamSink, Taint, Val, _const_str, clip, common_fields, frozen_ok, merge
 from promptlint.lint.catalog import ArgSpec, Condition, SinkSpec
+from promptlint.lint.diagnostic import TraceStep
 from promptlint.lint.literal_search import LAYER_WRITER_NAME
 
 #: ADK's instruction placeholders: `{key}`, `{key?}` (optional); not `{artifact.x}` or `{{`.
@@ -155,15 +156,21 @@ class Sinks:
                 content = msg.keys.get("content")
                 if content is not None:
                     self._report_val(content, content.node or node, layer, "value")
+        elif kind == "template":  # `SystemMessagePromptTemplate.from_template(text)`: filled later too
+            self._report_val(val, node, layer, "value")
+            self.stable_template = (self._template_step(val, node), layer)
         elif kind == "role-tuples":
             if val.items is None:
                 return
             for item in val.items:
+                if _history_slot(item):
+                    break  # what follows the conversation's messages is not part of the stable prefix
                 if item.items is not None and len(item.items) == 2 and _const_str(item.items[0]) == "system":
                     self._report_val(item.items[1], item.items[1].node or node, layer, "value")
                     # Filled later by `.invoke({...})`: a template read from config is still one.
-                    self.stable_template = (item.items[1].template or self.m.step(item.items[1].node or node, "template"),
-                                            layer)
+                    self.stable_template = (self._template_step(item.items[1], node), layer)
+                elif item.sink_layer is not None and item.template is not None:  # a system message template
+                    self.stable_template = (item.template, item.sink_layer)
         elif kind == "dict-keys":
             if val.keys is None:
                 if val.origin and val.origin.endswith("()"):
@@ -193,6 +200,17 @@ class Sinks:
                     self.per_call -= 1
             else:
                 self._report_val(val, node, layer, "value")
+
+    def _template_step(self, val: Val, node: ast.AST) -> TraceStep:
+        """Where a stable template's text is: its placeholders decide what a later fill reaches.
+        Constant text with no placeholder is known too (nothing filled later reaches it); a
+        template read from config is still one, of unknown text."""
+        if val.template is not None:
+            return val.template
+        step = self.m.step(val.node or node, "template")
+        if isinstance(val.const, str):
+            self.m.template_texts.setdefault((step.line, step.column), val.const)
+        return step
 
     def _report_state_template(self, val: Val, node: ast.AST, layer: str) -> None:
         """``instruction="Now: {_time}"``: each placeholder is a session-state field the framework
@@ -400,6 +418,13 @@ def before_history(args: list[Val], items: list[Val] | None) -> bool:
     where = args[0].const if len(args) == 2 else None
     return isinstance(where, int) and not isinstance(where, bool) and where >= 0 and (
         items is None or where < len(items) or where == 0)
+
+
+def _history_slot(item: Val) -> bool:
+    """``MessagesPlaceholder("history")`` or ``("placeholder", "{messages}")`` in a template's list."""
+    if item.items is not None and len(item.items) == 2 and _const_str(item.items[0]) == "placeholder":
+        return True
+    return bool(item.origin) and item.origin.rstrip("()").endswith("MessagesPlaceholder")
 
 
 def system_side(items: list[Val] | None) -> Val | None:

@@ -8,7 +8,7 @@ import re
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, is_system_message, system_side
 from promptlint.lint.analysis.values import (NEWEST, RUN_STATE, FunctionRef, Summary, Taint, Val, common_fields, frozen_ok,
-                                             join, merge, system_only)
+                                             join, key_of, merge, system_only)
 from promptlint.lint.guards import (callee_name, descendants, ends_pass, first_pass, picks_system, role_names, role_test,
                                     unset_test)
 from promptlint.lint.run_state import state_key, state_receiver
@@ -442,9 +442,9 @@ class Statements:
             self._note_state_write(target, key.const, val)
             taints = merge(container.taints, val.taints, *self.loop_unordered)
             keys = container.keys
-            if keys is not None and isinstance(key.const, str):
+            if keys is not None and isinstance(name := key_of(target.slice, key), str):
                 keys = dict(keys)
-                keys[key.const] = val
+                keys[name] = val
             self._update_container(target.value, Val(taints, origin=container.origin, items=container.items, keys=keys, node=container.node))
         elif isinstance(target, ast.Starred):
             self.assign(target.value, val, stmt, weak)

@@ -140,6 +140,26 @@ def system_only(taints: tuple[Taint, ...]) -> tuple[Taint, ...]:
     return tuple(t._replace(role_only=True) if t.param >= 0 else t for t in taints)
 
 
+def holds_template(val: Val, depth: int = 0) -> bool:
+    """A stable template, or a list or dict of them (a registry of prompts by name)."""
+    if val.sink_layer is not None:
+        return True
+    if depth > 2:
+        return False
+    return any(holds_template(v, depth + 1) for v in [*(val.items or ()), *(val.keys or {}).values()])
+
+
+def key_of(node: ast.AST, val: Val):
+    """The key a subscript or a dict display names: a constant, or an enum member spelt the
+    same way at each use (``prompts[Name.ZENDESK]``, ``{Name.ZENDESK: t}``: by its spelling,
+    which reads the same in the module that defines the enum and in one that imports it)."""
+    if isinstance(node, ast.Attribute) and node.attr[:1].isupper() and isinstance(node.value, (ast.Name, ast.Attribute)):
+        return ast.unparse(node)
+    if isinstance(val.const, (str, int)) and not isinstance(val.const, bool):
+        return val.const
+    return None
+
+
 def narrowed(val: Val, index: tuple) -> tuple[Val, tuple]:
     """``val[k1][k2]...`` as far as its structure is known (a list display's items, a dict
     display's or record's keys), and what of ``index`` is left where it is not."""
