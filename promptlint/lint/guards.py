@@ -28,14 +28,21 @@ def descendants(node: ast.AST) -> tuple[ast.AST, ...]:
     return found
 
 
+def set_test(test: ast.AST) -> tuple[ast.AST, bool]:
+    """What a test checks is set, and whether it checks that it is unset: ``x``, ``x is not
+    None`` (set); ``not x``, ``x is None`` (unset)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return test.operand, True
+    if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+        return test.left, isinstance(test.ops[0], ast.Is)
+    return test, False
+
+
 def unset_test(test: ast.AST) -> str | None:
     """The attribute a get-or-create test checks (``self.x is None``, ``not self.x``), else None."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        test = test.operand
-    elif (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
-          and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
-        test = test.left
-    else:
+    test, unset = set_test(test)
+    if not unset:
         return None
     parts = []
     while isinstance(test, ast.Attribute):

@@ -782,3 +782,58 @@ def send(note):
 '''
     assert lint_source(source) == []
     assert [d.code for d in lint_source(source.replace("    note = Note()\n", ""))] == ["PC101"]
+
+
+DEFAULTED = '''import datetime
+import anthropic
+
+client = anthropic.Anthropic()
+
+
+def time_vars(now=None):
+    DEFAULT
+    return {"time": now.strftime("%H:%M")}
+
+
+def context_now():
+    return datetime.datetime.now()
+
+
+def reply(question):
+    system = "Time: {time}".format(**time_vars(ARG))
+    return client.messages.create(model="m", max_tokens=9, system=system,
+                                  messages=[{"role": "user", "content": question}])
+'''
+DEFAULTS = ["now = now if now else datetime.datetime.now()", "now = now or datetime.datetime.now()",
+            "now = datetime.datetime.now() if now is None else now",
+            "if now is None:\n        now = datetime.datetime.now()"]
+
+
+@pytest.mark.parametrize("default", DEFAULTS)
+def test_a_callees_default_is_not_the_source_when_the_caller_passes_its_own_value(default):
+    """`now = now or datetime.now()` in a helper: a caller that passes `context_now()` reaches
+    the system prompt through its own clock; the helper's default never runs for it."""
+    text = DEFAULTED.replace("DEFAULT", default).replace("ARG", "context_now()")
+    found = lint_source(text, "bot.py")
+    assert [d.code for d in found] == ["PC101"]
+    clock_lines = {i for i, line in enumerate(text.splitlines(), 1) if "datetime.datetime.now()" in line}
+    assert found[0].trace[0].line == max(clock_lines)  # context_now's clock, not the default's
+    assert not found[0].related
+
+
+@pytest.mark.parametrize("default", DEFAULTS)
+@pytest.mark.parametrize("arg", ["", "None"])
+def test_a_callees_default_is_the_source_when_the_caller_leaves_it_out(default, arg):
+    text = DEFAULTED.replace("DEFAULT", default).replace("ARG", arg)
+    found = lint_source(text, "bot.py")
+    assert [d.code for d in found] == ["PC101"]
+    assert found[0].trace[0].line == 8 + default.count("\n")
+
+
+def test_a_default_passed_on_still_runs_for_a_caller_that_leaves_it_out():
+    """`reply(question, now=None)` hands its `now` on: the inner default runs whenever `reply` is
+    called without one, so the request in `reply` is reported from that default."""
+    text = DEFAULTED.replace("DEFAULT", DEFAULTS[1]).replace('def reply(question):', 'def reply(question, now=None):').replace(
+        "ARG", "now")
+    found = lint_source(text, "bot.py")
+    assert [(d.code, d.trace[0].line) for d in found] == [("PC101", 8)]

@@ -53,6 +53,18 @@ _ASKS = frozenset({"create", "stream", "generate_content", "generate_content_str
                    "invoke", "ainvoke", "send_message", "chat", "achat"})
 
 
+def _default_used(t: Taint, given: Val | None) -> Taint | None:
+    """A callee's default (``now or datetime.now()``) at a call: a source when the caller leaves
+    the parameter out or passes None, the caller's own default when it passes its parameter on,
+    nothing when it passes a value."""
+    if given is None or isinstance(given.node, ast.Constant) and given.node.value is None:
+        return t._replace(fallback=-1)
+    passed = [a.param for a in given.taints if a.param >= 0]
+    if passed and len(passed) == len(given.taints):
+        return t._replace(fallback=passed[0])
+    return None
+
+
 class Calls:
     """Call evaluation of ``FunctionAnalysis``."""
 
@@ -462,7 +474,10 @@ class Calls:
             out = []
             for t in taints:
                 if t.param < 0:
-                    out.append(t)
+                    if t.fallback >= 0:  # the callee's default for a parameter: used only when left out
+                        t = _default_used(t, actual.get(t.fallback))
+                    if t is not None:
+                        out.append(t)
                     continue
                 arg, rest = narrowed(actual[t.param], t.index) if t.param in actual else (None, ())
                 if t.role_only and arg is not None:  # the system messages of a known message list

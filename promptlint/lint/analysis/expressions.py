@@ -8,34 +8,17 @@ import re
 
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.values import (EMPTY, HISTORY, NEWEST, RUN_STATE, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join,
-                                             holds_template, key_of, merge, narrowed,
+                                             as_fallback, holds_template, key_of, merge, narrowed,
                                              system_only)
+from promptlint.lint.analysis.rendered import JINJA_CODES, JINJA_VOLATILE
 from promptlint.lint.analysis.sinks import role_of, system_side
 from promptlint.lint.diagnostic import Fix, TraceStep
 from promptlint.lint.run_state import graph_node, state_key
-from promptlint.lint.guards import picks_system
+from promptlint.lint.guards import picks_system, set_test
 
 _BUILTINS = frozenset(dir(builtins))
 _TURN_TEXT_ATTRS = {"text", "content", "message", "messages", "query", "input", "prompt", "body", "question"}
 _FILE_TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2", ".yaml", ".yml", ".txt", ".md", ".prompt", ".tmpl")
-#: A clock, id or host fact the template engine evaluates: a call or attribute of one
-#: (`now()`, `datetime.now()`, `os.environ[...]`) or a filter (`| random`). A bare variable
-#: (`{{ datetime }}`) is only a placeholder: what fills it is followed where it is computed.
-_JINJA_VOLATILE = re.compile(
-    r"(\{\{|\{%)[^}]*?\b(now|utcnow|today|datetime|time\.time|timestamp|uuid\d?|random|randint|choice|shuffle|"
-    r"getpid|hostname|getcwd|environ|getenv|getActiveWindow|getActiveWindowTitle|getAllTitles)\b"
-    r"(?:(?=\s*[(.\[])|(?<=\|random)|(?<=\| random)|(?<=\|shuffle)|(?<=\| shuffle))[^}]*?(\}\}|%\})"
-)
-_JINJA_CODES = {
-    "now": "PC101", "utcnow": "PC101", "today": "PC101", "datetime": "PC101", "time.time": "PC101",
-    "timestamp": "PC101", "uuid": "PC201", "uuid4": "PC201", "uuid1": "PC201", "random": "PC201",
-    "randint": "PC201", "choice": "PC201", "shuffle": "PC201", "getpid": "PC301", "hostname": "PC301",
-    "getcwd": "PC301", "environ": "PC302", "getenv": "PC302",
-    # Code blocks a host executes on every render (open-interpreter's `{{ }}`): the focused window.
-    "getActiveWindow": "PC301", "getActiveWindowTitle": "PC301", "getAllTitles": "PC301",
-}
-
-
 def _is_last(node: ast.AST) -> bool:
     """``x[-1]``"""
     return isinstance(node, ast.Subscript) and isinstance(node.slice, ast.UnaryOp) and isinstance(
@@ -117,8 +100,8 @@ class Expressions:
 
     def _jinja_taints(self, text: str, first_line: int, path: str, node: ast.AST | None) -> list[Taint]:
         taints = []
-        for match in _JINJA_VOLATILE.finditer(text):
-            code = _JINJA_CODES.get(match.group(2), "PC101")
+        for match in JINJA_VOLATILE.finditer(text):
+            code = JINJA_CODES.get(match.group(2), "PC101")
             at = match.start(2)  # the volatile call itself, inside a multi-line block too
             line = first_line + text.count("\n", 0, at)
             col = at - (text.rfind("\n", 0, at) + 1) + 1
@@ -423,6 +406,8 @@ class Expressions:
 
     def eval_BoolOp(self, node: ast.BoolOp) -> Val:
         vals = [self.eval(v) for v in node.values]
+        if isinstance(node.op, ast.Or) and (param := self.param_index(node.values[0])) >= 0:
+            vals[1:] = [as_fallback(v, param) for v in vals[1:]]  # `now or datetime.now()`
         out = vals[0]
         for v in vals[1:]:
             out = join(out, v)
@@ -430,8 +415,22 @@ class Expressions:
 
     def eval_IfExp(self, node: ast.IfExp) -> Val:
         clock = self.clock_taints(self.eval(node.test), node.test)
-        out = join(self.eval(node.body), self.eval(node.orelse))
+        body, orelse = self.eval(node.body), self.eval(node.orelse)
+        param, unset = self.param_test(node.test)
+        if param >= 0 and self.param_index(node.orelse if unset else node.body) == param:
+            # `now if now else datetime.now()`, `datetime.now() if now is None else now`
+            body, orelse = (as_fallback(body, param), orelse) if unset else (body, as_fallback(orelse, param))
+        out = join(body, orelse)
         return out.with_taints(merge(out.taints, clock)) if clock else out
+
+    def param_index(self, node: ast.AST) -> int:
+        """The position of the parameter ``node`` names, or -1."""
+        return self.params.index(node.id) if isinstance(node, ast.Name) and node.id in self.params and self.ref is not None else -1
+
+    def param_test(self, test: ast.AST) -> tuple[int, bool]:
+        """(parameter, tests that it is unset) of ``p``, ``p is not None``, ``not p``, ``p is None``."""
+        tested, unset = set_test(test)
+        return self.param_index(tested), unset
 
     def eval_Compare(self, node: ast.Compare) -> Val:
         vals = [self.eval(node.left), *(self.eval(c) for c in node.comparators)]

@@ -23,6 +23,24 @@ from promptlint.lint.analysis.values import Taint, Val, clip
 from promptlint.lint.diagnostic import TraceStep
 
 
+#: A clock, id or host fact the template engine evaluates: a call or attribute of one
+#: (`now()`, `datetime.now()`, `os.environ[...]`) or a filter (`| random`). A bare variable
+#: (`{{ datetime }}`) is only a placeholder: what fills it is followed where it is computed.
+JINJA_VOLATILE = re.compile(
+    r"(\{\{|\{%)[^}]*?\b(now|utcnow|today|datetime|time\.time|timestamp|uuid\d?|random|randint|choice|shuffle|"
+    r"getpid|hostname|getcwd|environ|getenv|getActiveWindow|getActiveWindowTitle|getAllTitles)\b"
+    r"(?:(?=\s*[(.\[])|(?<=\|random)|(?<=\| random)|(?<=\|shuffle)|(?<=\| shuffle))[^}]*?(\}\}|%\})"
+)
+JINJA_CODES = {
+    "now": "PC101", "utcnow": "PC101", "today": "PC101", "datetime": "PC101", "time.time": "PC101",
+    "timestamp": "PC101", "uuid": "PC201", "uuid4": "PC201", "uuid1": "PC201", "random": "PC201",
+    "randint": "PC201", "choice": "PC201", "shuffle": "PC201", "getpid": "PC301", "hostname": "PC301",
+    "getcwd": "PC301", "environ": "PC302", "getenv": "PC302",
+    # Code blocks a host executes on every render (open-interpreter's `{{ }}`): the focused window.
+    "getActiveWindow": "PC301", "getActiveWindowTitle": "PC301", "getAllTitles": "PC301",
+}
+
+
 def rendered_callables(fa, node: ast.Call, args: list[Val], kwargs: dict[str, Val]) -> list[tuple[int | str, tuple[Taint, ...]]]:
     """(where, taints): the volatile results of the functions ``node`` gives a template for its
     placeholders, by the argument that holds each (a keyword's name, or a position)."""

@@ -8,7 +8,7 @@ import re
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, is_system_message, system_side
 from promptlint.lint.analysis.values import (NEWEST, RUN_STATE, FunctionRef, Summary, Taint, Val, common_fields, frozen_ok,
-                                             join, key_of, merge, system_only)
+                                             as_fallback, join, key_of, merge, system_only)
 from promptlint.lint.guards import (callee_name, descendants, ends_pass, first_pass, picks_system, role_names, role_test,
                                     unset_test)
 from promptlint.lint.run_state import state_key, state_receiver
@@ -243,6 +243,9 @@ class Statements:
             self.first_pass -= first
         self.role_branch -= dispatch
         taken, self.env = self.env, dict(before)
+        param, unset = self.param_test(node.test)
+        if param >= 0 and unset and (name := self.params[param]) in taken:  # `if now is None: now = datetime.now()`
+            taken[name] = as_fallback(taken[name], param)
         self._other_roles(picked)
         self.run_block(node.orelse)
         self.env = _joined(before, taken, self.env)

@@ -40,11 +40,12 @@ class Taint(NamedTuple):
     needs: str = ""  # a run-state field: a leak only if the conversation writes it (run_state.py)
     appended: bool = False  # added at the end of a list of unknown items: not what `xs[0]` reads
     index: tuple = ()  # a parameter taint read at `p[0]` / `p["system"]`: the caller's item there
+    fallback: int = -1  # a default used only when the caller leaves parameter ``fallback`` out (`now or datetime.now()`)
 
     def key(self) -> tuple:
         first = self.steps[0] if self.steps else None
         return (self.code, self.label, self.param, self.dumped, first and (first.path, first.line, first.column), self.needs,
-                self.index)
+                self.index, self.fallback)
 
     def then(self, step: TraceStep) -> "Taint":
         if len(self.steps) >= MAX_STEPS or (self.steps and self.steps[-1] == step):
@@ -147,6 +148,12 @@ def holds_template(val: Val, depth: int = 0) -> bool:
     if depth > 2:
         return False
     return any(holds_template(v, depth + 1) for v in [*(val.items or ()), *(val.keys or {}).values()])
+
+
+def as_fallback(val: Val, param: int) -> Val:
+    """``val`` as the default of parameter ``param``: what it carries reaches a caller only when
+    that caller leaves the parameter out (``now = now or datetime.now()``)."""
+    return val.with_taints(tuple(t._replace(fallback=param) if t.param < 0 and t.fallback < 0 else t for t in val.taints))
 
 
 def key_of(node: ast.AST, val: Val):
