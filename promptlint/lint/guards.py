@@ -52,6 +52,17 @@ def unset_test(test: ast.AST) -> str | None:
     return ".".join([test.id, *reversed(parts)]) if isinstance(test, ast.Name) and test.id in ("self", "cls") and parts else None
 
 
+def returns_when_set(stmt: ast.stmt) -> str | None:
+    """``if self._cached is not None: return self._cached`` (or ``if self._cached: return ...``):
+    the attribute it checks, set once by the code after it; else None."""
+    if not (isinstance(stmt, ast.If) and not stmt.orelse and isinstance(stmt.body[-1], (ast.Return, ast.Raise))):
+        return None
+    tested, unset = set_test(stmt.test)
+    if unset:
+        return None
+    return unset_test(ast.UnaryOp(op=ast.Not(), operand=tested))
+
+
 def first_pass(node: ast.If) -> int:
     """1 for a branch that runs on an object's first call only: a counter of its own at zero
     (``if self.turn_count == 0:``), or a test of an attribute the branch itself sets or fills

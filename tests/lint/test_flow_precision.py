@@ -837,3 +837,26 @@ def test_a_default_passed_on_still_runs_for_a_caller_that_leaves_it_out():
         "ARG", "now")
     found = lint_source(text, "bot.py")
     assert [(d.code, d.trace[0].line) for d in found] == [("PC101", 8)]
+
+
+def test_a_clock_read_with_a_zone_is_its_own_source_not_the_zones():
+    """`datetime.now(zone["tzinfo"])`, the zone looked up from another clock read: the trace
+    starts at the clock that gives the time."""
+    text = '''import datetime
+import anthropic
+
+client = anthropic.Anthropic()
+
+
+def zone():
+    here = datetime.datetime.now().astimezone()
+    return {"tzinfo": here.tzinfo}
+
+
+def reply(question):
+    now = datetime.datetime.now(zone()["tzinfo"])
+    return client.messages.create(model="m", max_tokens=9, system=f"Now: {now}",
+                                  messages=[{"role": "user", "content": question}])
+'''
+    found = lint_source(text, "bot.py")
+    assert [(d.code, d.trace[0].line, d.related) for d in found] == [("PC101", 13, ())]

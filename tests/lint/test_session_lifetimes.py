@@ -132,3 +132,34 @@ def test_a_helper_called_once_before_the_loop_that_reads_each_turn_opens_the_con
 
     assert lint("    chat = make_model()\n    while True:\n        chat.send_message(input('> '))") == []
     assert lint("    while True:\n        chat = make_model()\n        chat.send_message(input('> '))") == ["PC101"]
+
+
+CACHED_PROPERTY = '''import datetime
+import anthropic
+
+client = anthropic.Anthropic()
+
+
+class Agent:
+    def __init__(self):
+        self._system = None
+
+    @property
+    def system_message(self):
+GUARD        self._system = f"Today is {datetime.datetime.now():%Y-%m-%d}."
+        return self._system
+
+    def step(self, question):
+        return client.messages.create(model="m", max_tokens=9, system=self.system_message,
+                                      messages=[{"role": "user", "content": question}])
+'''
+
+
+@pytest.mark.parametrize(("guard", "reported"), [
+    ("        if self._system is not None:\n            return self._system\n", False),
+    ("        if self._system:\n            return self._system\n", False),
+    ("", True),  # built on every call
+])
+def test_a_value_cached_on_the_object_after_an_early_return_is_made_once(guard, reported):
+    found = lint_source(CACHED_PROPERTY.replace("GUARD", guard), "agent.py")
+    assert [d.code for d in found] == (["PC101"] if reported else [])

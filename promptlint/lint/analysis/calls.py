@@ -54,9 +54,8 @@ _ASKS = frozenset({"create", "stream", "generate_content", "generate_content_str
 
 
 def _default_used(t: Taint, given: Val | None) -> Taint | None:
-    """A callee's default (``now or datetime.now()``) at a call: a source when the caller leaves
-    the parameter out or passes None, the caller's own default when it passes its parameter on,
-    nothing when it passes a value."""
+    """A callee's default (``now or datetime.now()``) at a call: a source when the parameter is left
+    out or None, the caller's own default when it passes its parameter on, else nothing."""
     if given is None or isinstance(given.node, ast.Constant) and given.node.value is None:
         return t._replace(fallback=-1)
     passed = [a.param for a in given.taints if a.param >= 0]
@@ -332,8 +331,9 @@ class Calls:
         if spec.label == "unordered":
             fix = Fix("wrap-sorted", 0, 0, 0, 0, spec.sortable, "sortable" if spec.sortable else "")
         taint = Taint(spec.code, spec.label, (step,), fix=fix)
+        # (`datetime.now(tz)` reads the clock itself: a clock behind its argument, the zone, is not its time)
         extra = merge(*(a.taints for a in args), *(v.taints for v in kwargs.values()), receiver.taints if receiver else ())
-        return Val(merge((taint,), extra), origin=f"{what}()", node=node)
+        return Val(merge((taint,), tuple(t for t in extra if t.code != spec.code or t.param >= 0)), origin=f"{what}()", node=node)
 
     def _serialize(self, node: ast.Call, serializer, args, kwargs) -> Val:
         sort = kwargs.get(serializer.sort_kwarg)

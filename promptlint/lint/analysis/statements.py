@@ -9,8 +9,8 @@ from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, is_system_message, system_side
 from promptlint.lint.analysis.values import (NEWEST, RUN_STATE, FunctionRef, Summary, Taint, Val, common_fields, frozen_ok,
                                              as_fallback, join, key_of, merge, system_only)
-from promptlint.lint.guards import (callee_name, descendants, ends_pass, first_pass, picks_system, role_names, role_test,
-                                    unset_test)
+from promptlint.lint.guards import (callee_name, descendants, ends_pass, first_pass, picks_system, returns_when_set, role_names,
+                                    role_test, unset_test)
 from promptlint.lint.run_state import state_key, state_receiver
 
 def _content_of(target: ast.AST) -> ast.AST | None:
@@ -125,6 +125,7 @@ class Statements:
         return writes
 
     def run_block(self, body: list[ast.stmt]) -> None:
+        depth = len(self.lazy)
         for stmt in body:
             try:
                 self.stmt(stmt)
@@ -133,6 +134,10 @@ class Statements:
             except Exception:  # noqa: BLE001 - one odd statement must not lose the file
                 if self.m.project is not None and self.m.project.strict:
                     raise
+            if (cached := returns_when_set(stmt)) is not None:
+                # `if self._cached is not None: return self._cached`: the rest runs while it is unset
+                self.lazy.append(cached)
+        del self.lazy[depth:]
 
     # --------------------------------------------------------------- statements
     def stmt(self, node: ast.stmt) -> None:
