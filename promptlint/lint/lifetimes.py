@@ -20,7 +20,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from promptlint.lint.guards import converses, descendants, first_pass
+from promptlint.lint.guards import converses, descendants, first_pass, returns_when_set
 from promptlint.lint.source import parse_python
 
 #: Methods that run once per object: what they compute is frozen for the object's life.
@@ -105,6 +105,9 @@ def _locate(tree: ast.AST, line: int) -> tuple[_Def | None, bool, bool, bool]:
         elif (isinstance(child, ast.If) and child.body and child.body[0].lineno <= line <= child.body[-1].end_lineno
               and first_pass(child)):
             guarded = True
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and child in body and any(returns_when_set(s) for s in body[:body.index(child)]):
+            guarded = True  # after `if self._cached is not None: return self._cached`: while it is unset
         node = child
 
 

@@ -860,3 +860,28 @@ def reply(question):
 '''
     found = lint_source(text, "bot.py")
     assert [(d.code, d.trace[0].line, d.related) for d in found] == [("PC101", 13, ())]
+
+
+def test_a_keyword_named_for_a_layer_at_a_project_function_that_sends_it_nowhere_stable():
+    """`generate_image(prompt, system_prompt=...)` flattens its "system prompt" into an image
+    prompt: the project function's body says the keyword is no stable layer. The same keyword at
+    a function that puts it in a request's `system` still is one."""
+    text = '''import datetime
+import httpx
+
+
+def generate_image(prompt, system_prompt=""):
+    return httpx.post("https://img.example.invalid/v1/images", json={"prompt": f"{system_prompt} {prompt}"})
+
+
+def ask_model(question, system_prompt=""):
+    return httpx.post("https://api.example.invalid/v1/chat",
+                      json={"model": "m", "system": system_prompt, "messages": [{"role": "user", "content": question}]})
+
+
+def draw(request):
+    now = datetime.datetime.now()
+    generate_image(request, system_prompt=f"Style of {now}")
+    return ask_model(request, system_prompt=f"Today is {now}")
+'''
+    assert [(d.code, d.line) for d in lint_source(text, "bot.py")] == [("PC101", 17)]

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from promptlint.lint.engine import lint_source
+from promptlint.lint.diagnostic import Settings
+from promptlint.lint.engine import lint_paths, lint_source
 
 LOOP = '''from datetime import datetime
 
@@ -163,3 +164,32 @@ GUARD        self._system = f"Today is {datetime.datetime.now():%Y-%m-%d}."
 def test_a_value_cached_on_the_object_after_an_early_return_is_made_once(guard, reported):
     found = lint_source(CACHED_PROPERTY.replace("GUARD", guard), "agent.py")
     assert [d.code for d in found] == (["PC101"] if reported else [])
+
+
+@pytest.mark.parametrize(("guarded", "reported"), [(True, False), (False, True)])
+def test_a_builder_called_only_behind_an_object_cache_runs_once(tmp_path, guarded, reported):
+    """The system message is built in another module's `Context.system()`, called only from a
+    property that caches it on the agent: the call graph says it runs once per agent."""
+    (tmp_path / "context.py").write_text('''import datetime
+
+
+class Context:
+    def system(self, mode):
+        content = f"Today is {datetime.datetime.now():%Y-%m-%d}. Mode {mode}."
+        return {"role": "system", "content": content}
+''')
+    guard = "        if self._cached is not None:\n            return self._cached\n" if guarded else ""
+    (tmp_path / "agent.py").write_text(f'''from context import Context
+
+
+class Agent:
+    def __init__(self):
+        self.context = Context()
+        self._cached = None
+
+    def system_message(self):
+{guard}        self._cached = self.context.system(mode="normal")
+        return self._cached
+''')
+    found = lint_paths([str(tmp_path)], Settings(), use_cache=False, jobs=1).diagnostics
+    assert bool(found) is reported

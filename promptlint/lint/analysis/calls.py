@@ -136,7 +136,7 @@ class Calls:
         try:
             if origin:
                 self.check_sinks(node, origin, args, kwargs)
-            self.check_call_shape(node, origin, args, kwargs)
+            self.check_call_shape(node, origin, args, kwargs, func.func)
         finally:
             self.sending -= sends
             self.calling -= 1
@@ -277,7 +277,7 @@ class Calls:
         found = self.m.methods_named(name)
         return found[0] if len(found) == 1 else None
 
-    def check_call_shape(self, node: ast.Call, origin: str | None, args: list[Val], kwargs: dict[str, Val]) -> None:
+    def check_call_shape(self, node: ast.Call, origin: str | None, args: list[Val], kwargs: dict[str, Val], ref=None) -> None:
         """Stable layers recognised by the call's shape, whatever library it belongs to."""
         tail = (origin or "").rsplit(".", 1)[-1].rstrip("()") if origin else (
             node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", ""))
@@ -305,7 +305,7 @@ class Calls:
             # constructor (a record such as a UI preview; a real one is followed through __init__).
             fills = isinstance(node.func, ast.Attribute) and node.func.attr in _TEMPLATE_METHODS
             if not fills and not (origin and origin.startswith("@") and "()" not in origin):
-                for name, val in kwargs.items():
+                for name, val in ((n, v) for n, v in kwargs.items() if self.keeps_keyword(ref, n)):
                     self.check_stable_target(name, f"{name}=", val, entry_node(node, name, val), self.m.snippet(node.func))
 
     def _static_catalog(self, receiver: ast.AST) -> bool:

@@ -354,6 +354,17 @@ class Sinks:
             return layer if "agent" in here.lower() else None
         return layer
 
+    def keeps_keyword(self, ref, name: str) -> bool:
+        """Whether a keyword named for a layer (``system_prompt=``) may be one at a call of ``ref``:
+        a project function it names whose body takes that parameter to no stable layer (an image
+        generator's "system prompt") says it is not. An unknown callee may send it anywhere."""
+        if ref is None or ref.node is None or ref.module is None:
+            return True
+        names = self._param_names(ref)
+        if name not in names or ref.node.args.kwarg is not None:
+            return True
+        return any(ps.param == names.index(name) for ps in ref.module.summary(ref).param_sinks)
+
     def check_stable_target(self, name: str, shown: str, val: Val, node: ast.AST, context: str = "") -> None:
         """A per-request write to an attribute or name that says it is a stable layer."""
         layer = self.named_layer(name, context)
