@@ -31,9 +31,10 @@ INIT_METHODS = frozenset({"__init__", "__post_init__", "setup", "model_post_init
 SETUP_VERBS = ("init_", "initialize_", "initialise_", "setup_", "set_up_", "bootstrap_")
 #: Functions that open a conversation (``create_conversation``, ``start_session``,
 #: ``new_chat_thread``, ``new_chat``, ``reset`` of a chat object): what they compute is stored
-#: with it and reused by each of its turns.
+#: with it and reused by each of its turns. Pipecat's runner calls ``bot()`` once per session
+#: (its examples build the pipeline and its context in ``run_bot``).
 SESSION_START = re.compile(r"(?:create|new|start|open|begin)_(?:\w+_)?(?:session|conversation|thread|chat|dialog|dialogue)s?"
-                           r"|reset(?:_(?:\w+_)?(?:session|conversation|chat|history|dialog|dialogue))?")
+                           r"|reset(?:_(?:\w+_)?(?:session|conversation|chat|history|dialog|dialogue))?|(?:run_)?bot")
 
 
 def runs_once(name: str) -> bool:

@@ -193,3 +193,56 @@ class Agent:
 ''')
     found = lint_paths([str(tmp_path)], Settings(), use_cache=False, jobs=1).diagnostics
     assert bool(found) is reported
+
+
+@pytest.mark.parametrize(("name", "reported"), [("run_bot", False), ("bot", False), ("on_message", True)])
+def test_pipecats_session_entry_builds_its_context_once(name, reported):
+    """Pipecat's runner calls `bot()` once per session; its examples build the system message
+    with the date in `run_bot` and hand it to the context the whole call uses."""
+    text = f'''import datetime
+from openai import OpenAI
+
+client = OpenAI()
+
+
+async def {name}(transport):
+    system_prompt = f"Today is {{datetime.date.today()}}."
+    messages = [{{"role": "system", "content": system_prompt}}]
+    return client.chat.completions.create(model="m", messages=messages + transport.history)
+'''
+    assert bool(lint_source(text, "bot.py")) is reported
+
+
+AGENT_RUN = '''import datetime
+from openai import OpenAI
+
+client = OpenAI()
+
+
+def run_task(task, history):
+    system = f"You are a worker. Today is {datetime.datetime.now():%Y-%m-%d %H:%M}."
+    messages = MESSAGES
+    for _ in range(10):
+        reply = client.chat.completions.create(model="m", messages=messages)
+        messages.append({"role": "assistant", "content": reply.choices[0].message.content})
+    return messages[-1]["content"]
+'''
+
+
+@pytest.mark.parametrize(("messages", "reported"), [
+    # the run's own conversation: its system message is made once for the run and every request of
+    # the loop shares it
+    ('[{"role": "system", "content": system}, {"role": "user", "content": task}]', False),
+    # a conversation carried over from earlier calls: each call's clock lands before that history
+    ('[{"role": "system", "content": system}, *history, {"role": "user", "content": task}]', True),
+])
+def test_an_agent_loop_over_its_own_fresh_conversation_makes_its_system_message_once(messages, reported):
+    found = lint_source(AGENT_RUN.replace("MESSAGES", messages), "worker.py")
+    assert bool(found) is reported
+
+
+def test_a_fresh_conversation_kept_on_the_object_is_not_the_runs_own():
+    text = AGENT_RUN.replace("MESSAGES", '[{"role": "system", "content": system}, {"role": "user", "content": task}]').replace(
+        "def run_task(task, history):", "def run_task(self, task, history):").replace(
+        "    return messages[-1][\"content\"]", "    self.messages = messages\n    return messages[-1][\"content\"]")
+    assert lint_source(text, "worker.py")

@@ -299,25 +299,52 @@ def bindings(func: ast.AST) -> Bindings:
 
 
 def _lone_messages(func: ast.AST, stores: Counter) -> frozenset[int]:
-    """A one-message request: a message list display of one dict, given as a call's keyword or
-    bound once to a name whose every read is a call's argument (nothing is added to it)."""
+    """A request that starts its own conversation: a message list display of one dict, given as a
+    call's keyword or bound once to a name whose every read is a call's argument (nothing is added
+    to it); or a run's fresh ``[system, user]`` list that only this function's agent loop sends and
+    grows (its system message is the run's, made once for it)."""
     def single(value) -> int | None:
         return id(value.elts[0]) if isinstance(value, ast.List) and len(value.elts) == 1 and isinstance(
             value.elts[0], ast.Dict) else None
 
-    lone, named = set(), {}
+    lone, named, runs = set(), {}, {}
     for n in descendants(func):
         if isinstance(n, ast.keyword) and n.arg == "messages" and (only := single(n.value)):
             lone.add(only)
-        elif (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
-              and stores[n.targets[0].id] == 1 and single(n.value)):
-            named[n.targets[0].id] = single(n.value)
-    if named:
+        elif isinstance(target := _bound_name(n), ast.Name) and stores[target.id] == 1:
+            if single(n.value):
+                named[target.id] = single(n.value)
+            elif _fresh_run(n.value):
+                runs[target.id] = id(n.value.elts[0])
+    if named or runs:
         passed = {id(a) for n in descendants(func) if isinstance(n, ast.Call)
                   for a in [*n.args, *(k.value for k in n.keywords)] if isinstance(a, ast.Name)}
+        grown = {id(n.func.value) for n in descendants(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr in ("append", "extend") and isinstance(n.func.value, ast.Name)}
+        grown |= {id(n.value) for n in descendants(func) if isinstance(n, ast.Subscript)}  # (`messages[-1]` reads one)
+        looped = {id(sub) for n in descendants(func) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))
+                  for stmt in n.body for sub in descendants(stmt)}
         reads = {}
         for n in descendants(func):
-            if isinstance(n, ast.Name) and n.id in named and isinstance(n.ctx, ast.Load):
-                reads.setdefault(n.id, []).append(id(n) in passed)
-        lone.update(named[name] for name, ok in reads.items() if ok and all(ok))
+            if isinstance(n, ast.Name) and (n.id in named or n.id in runs) and isinstance(n.ctx, ast.Load):
+                reads.setdefault(n.id, []).append(id(n))
+        lone.update(named[name] for name, ids in reads.items() if name in named and all(i in passed for i in ids))
+        lone.update(runs[name] for name, ids in reads.items() if name in runs and all(i in passed or i in grown for i in ids)
+                    and any(i in passed and i in looped for i in ids))
     return frozenset(lone)
+
+
+def _bound_name(n: ast.AST) -> ast.AST | None:
+    """The one name ``x = ...`` or ``x: T = ...`` binds."""
+    if isinstance(n, ast.Assign) and len(n.targets) == 1:
+        return n.targets[0]
+    return n.target if isinstance(n, ast.AnnAssign) and n.value is not None else None
+
+
+def _fresh_run(value: ast.AST) -> bool:
+    """``[{"role": "system", ...}, {"role": "user", ...}]``: a conversation that starts here."""
+    if not (isinstance(value, ast.List) and len(value.elts) == 2 and all(isinstance(e, ast.Dict) for e in value.elts)):
+        return False
+    roles = [next((v.value for k, v in zip(e.keys, e.values) if isinstance(k, ast.Constant) and k.value == "role"
+                   and isinstance(v, ast.Constant)), None) for e in value.elts]
+    return roles == ["system", "user"]

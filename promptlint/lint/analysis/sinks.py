@@ -149,9 +149,10 @@ class Sinks:
                 return  # (the request's only message: a one-shot task prompt, see check_message_shape)
             # Only the leading run of system/developer messages is the stable prefix; a system
             # message appended later sits after the history and is volatile by position.
+            lone = loops.bindings(self.ref.node).lone_messages if self.ref is not None else ()
             for msg in val.items:
                 role = _const_str(msg.keys.get("role")) if msg.keys is not None else None
-                if role not in ("system", "developer"):
+                if role not in ("system", "developer") or id(msg.node) in lone:  # (a run's own: check_message_shape)
                     break
                 content = msg.keys.get("content")
                 if content is not None:
