@@ -53,12 +53,14 @@ def unset_test(test: ast.AST) -> str | None:
 
 
 def returns_when_set(stmt: ast.stmt) -> str | None:
-    """``if self._cached is not None: return self._cached`` (or ``if self._cached: return ...``):
-    the attribute it checks, set once by the code after it; else None."""
-    if not (isinstance(stmt, ast.If) and not stmt.orelse and isinstance(stmt.body[-1], (ast.Return, ast.Raise))):
+    """``if self._cached is not None: return self._cached`` (or ``if self._cached: return
+    self._cached``): the attribute it checks and hands back, set once by the code after it; else
+    None. (``if self.use_sop: return self.plan()`` is a switch, not a cache.)"""
+    if not (isinstance(stmt, ast.If) and not stmt.orelse and isinstance(stmt.body[-1], ast.Return)
+            and stmt.body[-1].value is not None):
         return None
     tested, unset = set_test(stmt.test)
-    if unset:
+    if unset or ast.dump(tested) != ast.dump(stmt.body[-1].value):
         return None
     return unset_test(ast.UnaryOp(op=ast.Not(), operand=tested))
 

@@ -159,6 +159,7 @@ GUARD        self._system = f"Today is {datetime.datetime.now():%Y-%m-%d}."
 @pytest.mark.parametrize(("guard", "reported"), [
     ("        if self._system is not None:\n            return self._system\n", False),
     ("        if self._system:\n            return self._system\n", False),
+    ("        if self.use_plan:\n            return self.plan()\n", True),  # a switch, not a cache
     ("", True),  # built on every call
 ])
 def test_a_value_cached_on_the_object_after_an_early_return_is_made_once(guard, reported):
@@ -166,8 +167,12 @@ def test_a_value_cached_on_the_object_after_an_early_return_is_made_once(guard, 
     assert [d.code for d in found] == (["PC101"] if reported else [])
 
 
-@pytest.mark.parametrize(("guarded", "reported"), [(True, False), (False, True)])
-def test_a_builder_called_only_behind_an_object_cache_runs_once(tmp_path, guarded, reported):
+@pytest.mark.parametrize(("guard", "reported"), [
+    ("        if self._cached is not None:\n            return self._cached\n", False),
+    ("        if self.use_plan:\n            return self.plan()\n", True),  # a switch: the rest runs per call
+    ("", True),
+])
+def test_a_builder_called_only_behind_an_object_cache_runs_once(tmp_path, guard, reported):
     """The system message is built in another module's `Context.system()`, called only from a
     property that caches it on the agent: the call graph says it runs once per agent."""
     (tmp_path / "context.py").write_text('''import datetime
@@ -178,7 +183,6 @@ class Context:
         content = f"Today is {datetime.datetime.now():%Y-%m-%d}. Mode {mode}."
         return {"role": "system", "content": content}
 ''')
-    guard = "        if self._cached is not None:\n            return self._cached\n" if guarded else ""
     (tmp_path / "agent.py").write_text(f'''from context import Context
 
 
@@ -246,3 +250,19 @@ def test_a_fresh_conversation_kept_on_the_object_is_not_the_runs_own():
         "def run_task(task, history):", "def run_task(self, task, history):").replace(
         "    return messages[-1][\"content\"]", "    self.messages = messages\n    return messages[-1][\"content\"]")
     assert lint_source(text, "worker.py")
+
+
+def test_a_loop_over_tasks_that_makes_each_conversation_afresh_is_not_an_agent_loop():
+    text = '''import datetime
+from openai import OpenAI
+
+client = OpenAI()
+
+
+def evaluate(questions, memory):
+    for question in questions:
+        found = memory.search(query=question)
+        messages = [{"role": "system", "content": f"Memories: {found}"}, {"role": "user", "content": question}]
+        client.chat.completions.create(model="m", messages=messages)
+'''
+    assert [d.code for d in lint_source(text, "evaluate.py")] == ["PC401"]

@@ -315,22 +315,23 @@ def _lone_messages(func: ast.AST, stores: Counter) -> frozenset[int]:
             if single(n.value):
                 named[target.id] = single(n.value)
             elif _fresh_run(n.value):
-                runs[target.id] = id(n.value.elts[0])
+                runs[target.id] = (id(n.value.elts[0]), id(n))
     if named or runs:
         passed = {id(a) for n in descendants(func) if isinstance(n, ast.Call)
                   for a in [*n.args, *(k.value for k in n.keywords)] if isinstance(a, ast.Name)}
         grown = {id(n.func.value) for n in descendants(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                  and n.func.attr in ("append", "extend") and isinstance(n.func.value, ast.Name)}
         grown |= {id(n.value) for n in descendants(func) if isinstance(n, ast.Subscript)}  # (`messages[-1]` reads one)
-        looped = {id(sub) for n in descendants(func) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))
-                  for stmt in n.body for sub in descendants(stmt)}
+        loop_bodies = [{id(sub) for stmt in n.body for sub in descendants(stmt)}
+                       for n in descendants(func) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))]
         reads = {}
         for n in descendants(func):
             if isinstance(n, ast.Name) and (n.id in named or n.id in runs) and isinstance(n.ctx, ast.Load):
                 reads.setdefault(n.id, []).append(id(n))
         lone.update(named[name] for name, ids in reads.items() if name in named and all(i in passed for i in ids))
-        lone.update(runs[name] for name, ids in reads.items() if name in runs and all(i in passed or i in grown for i in ids)
-                    and any(i in passed and i in looped for i in ids))
+        # (sent in a loop that does not make it afresh: an agent loop, not a loop over tasks)
+        lone.update(runs[name][0] for name, ids in reads.items() if name in runs and all(i in passed or i in grown for i in ids)
+                    and any(i in passed and i in body and runs[name][1] not in body for i in ids for body in loop_bodies))
     return frozenset(lone)
 
 
