@@ -145,12 +145,7 @@ class Lifetimes:
         """True when ``d``'s source runs in a function every caller runs once, outside its loops."""
         if not d.code.startswith(_VOLATILE_FAMILIES) or len(d.trace) < 2:
             return False  # (a framework option is its own source: the framework adds the value per run)
-        source = d.trace[0]
-        tree = self._tree(source.path)
-        func, in_loop, _, _ = _locate(tree, source.line) if tree is not None else (None, False, False, False)
-        if func is None or func.name is None or in_loop:
-            return False
-        if not self._runs_once(func, 0):
+        if not any(self._made_once(step) for step in d.trace[:-1]):
             return False
         if not d.sent:
             return True  # a layer built once (an agent, a stored system message) and reused
@@ -164,6 +159,17 @@ class Lifetimes:
         if where is None:
             return in_loop
         return in_loop or where.name is None or not self._runs_once(where, 0)
+
+    def _made_once(self, step) -> bool:
+        """A step of the trace (its source, or a function it passes through on the way to the
+        sink) in a function that runs once, outside its loops: what flows on from there is the
+        value made then (``get_current_date()`` is called per request elsewhere, but the prompt
+        that ``init_prompt()`` builds with it once keeps the date it was built with)."""
+        if not step.path.endswith(".py"):
+            return False  # (a template file's placeholder)
+        tree = self._tree(step.path)
+        func, in_loop, _, _ = _locate(tree, step.line) if tree is not None else (None, False, False, False)
+        return func is not None and func.name is not None and not in_loop and self._runs_once(func, 0)
 
     def _runs_once(self, func: _Def, depth: int) -> bool:
         name = func.name

@@ -885,3 +885,28 @@ def draw(request):
     return ask_model(request, system_prompt=f"Today is {now}")
 '''
     assert [(d.code, d.line) for d in lint_source(text, "bot.py")] == [("PC101", 17)]
+
+
+def test_two_calls_of_one_helper_are_two_flows():
+    """`get_time()` called in two request builders: each builder's system message is its own
+    finding (the call is a step of each trace), not one folded into the other."""
+    text = '''import time
+from openai import OpenAI
+
+client = OpenAI()
+
+
+def get_time():
+    return str(time.time())
+
+
+def chat(history):
+    history[0] = {"role": "system", "content": "now " + get_time()}
+    return client.chat.completions.create(model="m", messages=history)
+
+
+def chat_stream(history):
+    history[0] = {"role": "system", "content": "now " + get_time()}
+    return client.chat.completions.create(model="m", messages=history, stream=True)
+'''
+    assert [(d.code, d.line) for d in lint_source(text, "bot.py")] == [("PC101", 12), ("PC101", 17)]

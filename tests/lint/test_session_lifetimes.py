@@ -4,10 +4,13 @@ first time it is seen. Each case is a small example written for this suite."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
-from promptlint.lint.diagnostic import Settings
+from promptlint.lint.diagnostic import Settings, TraceStep
 from promptlint.lint.engine import lint_paths, lint_source
+from promptlint.lint.lifetimes import Lifetimes
 
 LOOP = '''from datetime import datetime
 
@@ -266,3 +269,28 @@ def evaluate(questions, memory):
         client.chat.completions.create(model="m", messages=messages)
 '''
     assert [d.code for d in lint_source(text, "evaluate.py")] == ["PC401"]
+
+
+@pytest.mark.parametrize(("caller", "once"), [("_init_prompt_enhancement", True), ("handle_turn", False)])
+def test_a_value_that_passes_through_a_function_run_once_is_made_once(tmp_path, caller, once):
+    """The call graph reads every step of a trace, not only its source: `today()` is called on
+    every turn elsewhere, but the prompt a set-up method builds with it once keeps its date."""
+    clock = tmp_path / "clock.py"
+    clock.write_text("import datetime\n\n\ndef today():\n    return datetime.date.today().isoformat()\n")
+    conn = tmp_path / "connection.py"
+    conn.write_text(f'''from clock import today
+
+
+class Connection:
+    def {caller}(self):
+        self.prompt = f"Today is {{today()}}."
+
+    def handle_audio(self, text):
+        for chunk in text:
+            self.log(today(), chunk)
+''')
+    trace = (TraceStep(str(clock), 5, 12, "wall-clock time"), TraceStep(str(conn), 6, 9, "stored in `self.prompt`"),
+             TraceStep(str(conn), 6, 9, "reaches system prompt"))
+    finding = SimpleNamespace(code="PC101", trace=trace, sent=False)
+    files = [str(clock), str(conn)]
+    assert Lifetimes(files, lambda p: open(p).read()).computed_once(finding) is once

@@ -476,8 +476,8 @@ class Calls:
                 if t.param < 0:
                     if t.fallback >= 0:  # the callee's default for a parameter: used only when left out
                         t = _default_used(t, actual.get(t.fallback))
-                    if t is not None:
-                        out.append(t)
+                    if t is not None:  # (the call is a step of its trace: two calls of one helper are two flows)
+                        out.append(t.then(call_step))
                     continue
                 arg, rest = narrowed(actual[t.param], t.index) if t.param in actual else (None, ())
                 if t.role_only and arg is not None:  # the system messages of a known message list
