@@ -42,3 +42,27 @@ def test_only_the_item_the_helper_reads_reaches_its_sink(system, user, argument,
 def test_an_item_of_unknown_structure_still_carries_the_whole_argument():
     text = HELPER.format(system="0", user="1", argument="opaque(task, datetime.now())")
     assert [d.code for d in lint_source(text, "agent.py")] == ["PC101"]
+
+
+def test_a_node_shaped_helper_called_with_a_dict_reads_the_callers_fields():
+    """`_build_final_messages(state)` takes a state dict like a LangGraph node, but the caller
+    builds that dict and calls it directly: the system prompt it reads is the caller's."""
+    text = '''import datetime
+from langchain_core.messages import HumanMessage, SystemMessage
+
+
+def _build_final_messages(state):
+    context = state.get("context", {})
+    system_prompt = context.get("system_prompt", "")
+    return [SystemMessage(content=system_prompt), *state["messages"], HumanMessage(content=state["request"])]
+
+
+def answer(llm, history, question):
+    now = datetime.datetime.now().strftime("%H:%M:%S")
+    system_prompt = f"You are Fay. The time is {now}."
+    state = {"request": question, "messages": history, "context": {"system_prompt": system_prompt}}
+    return llm.stream(_build_final_messages(state))
+'''
+    found = lint_source(text, "stream.py")
+    assert [d.code for d in found] == ["PC101"]
+    assert found[0].trace[0].line == 12

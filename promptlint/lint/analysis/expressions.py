@@ -295,7 +295,9 @@ class Expressions:
             if spec is None and self.graph_node and not self.m.catalog.source_newest_of.match(name) and self._converses():
                 # Another node of the graph may write it on each run: kept if one does (run_state.py).
                 # The field is the state's key: `state["router"]["logic"]` needs `router` written.
-                return Val(self._run_state_read(name, node, "graph state read on each node run").taints, node=node)
+                # (called directly with a dict, it reads the caller's: `_build_messages(state)`)
+                given = tuple(t._replace(index=t.index + (name,)) for t in base.taints if t.param >= 0 and len(t.index) < 3)
+                return Val(merge(self._run_state_read(name, node, "graph state read on each node run").taints, given), node=node)
         if spec is None:
             return None
         step = self.m.step(node, f"{spec.note}: {what} `{name}`")
