@@ -34,6 +34,9 @@ CASES = {
     "mustache-lambda": ('import chevron\n\nSYSTEM = "Today is {{formatDate}}."\n\n\ndef answer(q):\n'
                         '    system = chevron.render(SYSTEM, {"formatDate": lambda text, render: str(datetime.now())})\n'
                         '    return llm.invoke([("system", system), ("human", q)])\n'),
+    "mustache-section": ('import chevron\n\nSYSTEM = "Today is {{#stamp}}%H:%M{{/stamp}}."\n\n\ndef answer(q):\n'
+                         '    system = chevron.render(SYSTEM, {"stamp": lambda text, render: datetime.now().strftime(text)})\n'
+                         '    return llm.invoke([("system", system), ("human", q)])\n'),
 }
 
 

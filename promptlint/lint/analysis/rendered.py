@@ -64,11 +64,6 @@ def rendered_callables(fa, node: ast.Call, args: list[Val], kwargs: dict[str, Va
     return out
 
 
-def _placeholder(name: str) -> re.Pattern:
-    """``{name}``, ``{name:...}``, ``{{name}}``, ``{{ name() }}``, ``{{#name}}``."""
-    return re.compile(r"\{\{?\s*[#^]?\s*" + re.escape(name) + r"\s*(?:\(\s*\))?\s*(?::[^}]*)?\}")
-
-
 def _library_source(fa, val: Val) -> list:
     """``datetime.now`` handed over uncalled: the catalog's source it names."""
     if val.origin is None or isinstance(val.node, ast.Call):
@@ -86,8 +81,10 @@ def _results(fa, val: Val) -> list[Taint]:
 
 
 def _placeholder(name: str) -> re.Pattern:
-    """``{name}``, ``{name!r}``, ``{{ name }}``, ``${name}``: the name as a placeholder."""
-    return re.compile(r"\{\{?\s*%s\s*[}|!:.\[]|\$\{?%s\b" % (re.escape(name), re.escape(name)))
+    """The name as a placeholder: ``{name}``, ``{name!r}``, ``{name:...}``, ``{{ name }}``,
+    ``{{ name|f }}``, ``{{ name() }}``, Mustache's ``{{#name}}``, ``${name}``."""
+    word = re.escape(name)
+    return re.compile(r"\{\{?\s*[#^]?\s*%s\s*(?:\(\s*\))?\s*[}|!:.\[]|\$\{?%s\b" % (word, word))
 
 
 def names_placeholder(text: str, name: str, template_file: bool) -> bool:
