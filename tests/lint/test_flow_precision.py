@@ -910,3 +910,42 @@ def chat_stream(history):
     return client.chat.completions.create(model="m", messages=history, stream=True)
 '''
     assert [(d.code, d.line) for d in lint_source(text, "bot.py")] == [("PC101", 12), ("PC101", 17)]
+
+
+@pytest.mark.parametrize(("keyword", "reported"), [("trace_meta", False), ("metadata", False), ("tags", False),
+                                                   ("context", True)])
+def test_telemetry_a_call_is_tagged_with_is_not_its_result(keyword, reported):
+    """`llm.complete(text, trace_meta={"call_id": uuid4()})`: the reply is not made of the call's
+    trace id; a value passed as the call's input still is."""
+    text = f'''import uuid
+from openai import OpenAI
+
+client = OpenAI()
+
+
+def summarize(llm, history, text):
+    summary = llm.complete(text, {keyword}={{"call_id": str(uuid.uuid4())}})
+    return client.chat.completions.create(model="m", messages=[{{"role": "system", "content": f"Summary: {{summary}}"}}, *history])
+'''
+    assert bool(lint_source(text, "summary.py")) is reported
+
+
+@pytest.mark.parametrize(("body", "reported"), [
+    ('return ["Doc one.", "Doc two."]', False),  # a stub named for retrieval: fixed text
+    ("return store.search(query)", True),
+])
+def test_a_function_named_for_retrieval_that_returns_fixed_text_is_no_source(body, reported):
+    text = f'''from openai import OpenAI
+
+client = OpenAI()
+
+
+def retrieve_documents(query):
+    {body}
+
+
+def answer(history, query):
+    docs = retrieve_documents(query)
+    return client.chat.completions.create(model="m", messages=[{{"role": "system", "content": f"Use: {{docs}}"}}, *history])
+'''
+    assert bool(lint_source(text, "rag.py")) is reported

@@ -26,6 +26,10 @@ _SELECTOR_KEYWORD = re.compile(r"^(include|exclude|excluded|included|only|skip|s
 #: Keywords that name what to look up (``db.get_session(session_id=sid)``): the record found is
 #: not made of its key, so a fresh id passed there does not make the record volatile.
 _KEY_KEYWORD = re.compile(r"^(id|ids|key|pk|\w+_(id|ids|key|pk))$")
+#: Telemetry a call is tagged with (``llm.complete(prompt, trace_meta={"call_id": uuid4()})``,
+#: ``metadata=``, ``tags=``, ``run_name=``, ``extra_headers=``): what comes back is not made of it.
+_TELEMETRY_KEYWORD = re.compile(r"^(trace_meta(data)?|metadata|tags|run_name|trace_name|span_name|callbacks|"
+                                r"extra_headers|headers)$")
 #: Metadata fields of an object built by a constructor the analysis cannot see into
 #: (``Session(created_at=now())``): one such field does not make the whole object volatile.
 #: (Named narrowly: ``current_time=`` is content a builder renders, not metadata.)
@@ -37,7 +41,8 @@ def passed(keyword: str, val: Val, callee: str, renders: bool) -> tuple[Taint, .
     """The taints an argument passes into the result of a call the analysis cannot see into."""
     if renders:
         return val.taints  # `.format(session_id=...)`: every variable may be rendered
-    if _KEY_KEYWORD.match(keyword) or (callee[:1].isupper() and _METADATA_KEYWORD.match(keyword)):
+    if _KEY_KEYWORD.match(keyword) or _TELEMETRY_KEYWORD.match(keyword) or (
+            callee[:1].isupper() and _METADATA_KEYWORD.match(keyword)):
         return ()
     if _SELECTOR_KEYWORD.match(keyword):
         return tuple(t for t in val.taints if t.label != "unordered")

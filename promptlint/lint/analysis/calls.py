@@ -6,7 +6,8 @@ import ast
 import re
 
 from promptlint.lint.analysis import arguments, loops
-from promptlint.lint.analysis.values import EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, frozen_ok, merge, narrowed
+from promptlint.lint.analysis.values import (EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, default_used, fixed,
+                                             frozen_ok, merge, narrowed)
 from promptlint.lint.analysis.rendered import names_placeholder, placeholder_step, rendered_callables
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, before_history, entry_node, role_of, system_side, system_text
 from promptlint.lint.diagnostic import Fix, TraceStep
@@ -51,17 +52,6 @@ _BUILTIN_METHODS = frozenset({"get", "pop", "items", "keys", "values", "copy", "
 #: Request methods whose result is a model's reply (not `count_tokens`, `parse` of a request).
 _ASKS = frozenset({"create", "stream", "generate_content", "generate_content_stream", "completion", "acompletion",
                    "invoke", "ainvoke", "send_message", "chat", "achat"})
-
-
-def _default_used(t: Taint, given: Val | None) -> Taint | None:
-    """A callee's default (``now or datetime.now()``) at a call: a source when the parameter is left
-    out or None, the caller's own default when it passes its parameter on, else nothing."""
-    if given is None or isinstance(given.node, ast.Constant) and given.node.value is None:
-        return t._replace(fallback=-1)
-    passed = [a.param for a in given.taints if a.param >= 0]
-    if passed and len(passed) == len(given.taints):
-        return t._replace(fallback=passed[0])
-    return None
 
 
 class Calls:
@@ -314,14 +304,14 @@ class Calls:
         return _TRANSLATIONS.search(self.cls.name if name == "self" and self.cls is not None else name) is not None
 
     def _named_source(self, node: ast.Call, spec, ref: FunctionRef | None, func: Val, args, kwargs) -> Val:
-        """The project's own ``search_memories(...)`` / ``self.retrieve(...)``: what it returns is
-        the per-turn content (the query it is given only selects it); for a function, from the
-        source it reads when its body shows one (``store.get(...)``), else from its name. What
-        its parameters reach inside it is reached as for any call."""
+        """The project's own ``search_memories(...)`` / ``self.retrieve(...)``: what it returns is the
+        per-turn content (the query only selects it); from the source its body reads when it shows
+        one (``store.get(...)``), else from its name; a stub that returns fixed text returns that."""
         what = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
         receiver = func if isinstance(node.func, ast.Attribute) else None
         inner = self._apply_summary(node, ref, func, args, kwargs) if ref is not None and spec.label == "volatile" else None
-        if receiver is None and inner is not None and any(t.param < 0 and t.code == spec.code for t in inner.taints):
+        if inner is not None and (receiver is None and any(t.param < 0 and t.code == spec.code for t in inner.taints)
+                                  or not inner.taints and fixed(inner)):
             return inner
         return self._source_result(node, spec, what, args, kwargs, receiver=receiver)
 
@@ -475,7 +465,7 @@ class Calls:
             for t in taints:
                 if t.param < 0:
                     if t.fallback >= 0:  # the callee's default for a parameter: used only when left out
-                        t = _default_used(t, actual.get(t.fallback))
+                        t = default_used(t, actual.get(t.fallback))
                     if t is not None:  # (the call is a step of its trace: two calls of one helper are two flows)
                         out.append(t.then(call_step))
                     continue

@@ -150,10 +150,26 @@ def holds_template(val: Val, depth: int = 0) -> bool:
     return any(holds_template(v, depth + 1) for v in [*(val.items or ()), *(val.keys or {}).values()])
 
 
+def fixed(val: Val, depth: int = 0) -> bool:
+    """A constant, or a list of constants: the same text on every call."""
+    return val.const is not None or depth < 3 and val.items is not None and all(fixed(v, depth + 1) for v in val.items)
+
+
 def as_fallback(val: Val, param: int) -> Val:
     """``val`` as the default of parameter ``param``: what it carries reaches a caller only when
     that caller leaves the parameter out (``now = now or datetime.now()``)."""
     return val.with_taints(tuple(t._replace(fallback=param) if t.param < 0 and t.fallback < 0 else t for t in val.taints))
+
+
+def default_used(t: Taint, given: Val | None) -> Taint | None:
+    """A callee's default (``now or datetime.now()``) at a call: a source when the parameter is left
+    out or None, the caller's own default when it passes its parameter on, else nothing."""
+    if given is None or isinstance(given.node, ast.Constant) and given.node.value is None:
+        return t._replace(fallback=-1)
+    passed = [a.param for a in given.taints if a.param >= 0]
+    if passed and len(passed) == len(given.taints):
+        return t._replace(fallback=passed[0])
+    return None
 
 
 def key_of(node: ast.AST, val: Val):
