@@ -321,9 +321,11 @@ class Calls:
         if spec.label == "unordered":
             fix = Fix("wrap-sorted", 0, 0, 0, 0, spec.sortable, "sortable" if spec.sortable else "")
         taint = Taint(spec.code, spec.label, (step,), fix=fix)
-        # (`datetime.now(tz)` reads the clock itself: a clock behind its argument, the zone, is not its time)
+        # (`datetime.now(tz)` reads the clock itself: a clock behind its argument, the zone, is not its
+        # time; `set(os.listdir(d))` keeps both orders, each with its own fix)
         extra = merge(*(a.taints for a in args), *(v.taints for v in kwargs.values()), receiver.taints if receiver else ())
-        return Val(merge((taint,), tuple(t for t in extra if t.code != spec.code or t.param >= 0)), origin=f"{what}()", node=node)
+        kept = tuple(t for t in extra if t.code != spec.code or t.param >= 0 or spec.label == "unordered")
+        return Val(merge((taint,), kept), origin=f"{what}()", node=node)
 
     def _serialize(self, node: ast.Call, serializer, args, kwargs) -> Val:
         sort = kwargs.get(serializer.sort_kwarg)
