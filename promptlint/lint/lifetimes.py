@@ -55,6 +55,8 @@ def set_up_path(name: str) -> bool:
 ONCE_ROOTS = frozenset({"main", "_main", "async_main", "amain"})
 #: Families whose values vary per call (orderings and framework options are not about lifetime).
 _VOLATILE_FAMILIES = ("PC1", "PC2", "PC3", "PC4")
+#: Trace notes of a step where a value enters or leaves a function.
+_CROSSINGS = ("returned by ", "via ", "passed to ")
 #: A name mentioned in more files than this is too common to prove it runs once.
 MAX_FILES = 12
 MAX_DEPTH = 5
@@ -85,11 +87,12 @@ def _def_of(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> _Def:
     return _Def(getattr(node, "name", None), not plain, required)
 
 
-def _locate(tree: ast.AST, line: int) -> tuple[_Def | None, bool, bool, bool]:
+def _locate(tree: ast.AST, line: int, talks: bool = False) -> tuple[_Def | None, bool, bool, bool]:
     """The innermost function holding ``line``, whether ``line`` is in a loop of that function
     (or of module code), whether it is in a branch of it that runs once per object
-    (``guards.first_pass``), and whether a loop after it in that function reads the user's next
-    message (``guards.converses``). Descends only along the nodes that span the line."""
+    (``guards.first_pass``), and (when ``talks`` asks) whether a loop after it in that function
+    reads the user's next message (``guards.converses``). Descends only along the nodes that span
+    the line."""
     node, func, loop, guarded, holder = tree, None, False, False, None
     while True:
         for child in ast.iter_child_nodes(node):
@@ -97,7 +100,7 @@ def _locate(tree: ast.AST, line: int) -> tuple[_Def | None, bool, bool, bool]:
             if first is not None and first <= line <= (getattr(child, "end_lineno", None) or first):
                 break
         else:
-            return func, loop, guarded, holder is not None and not loop and _talks_after(holder, line)
+            return func, loop, guarded, talks and holder is not None and not loop and _talks_after(holder, line)
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             func, loop, guarded, holder = _def_of(child), False, False, child
         elif isinstance(child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.While)) or (
@@ -113,9 +116,13 @@ def _locate(tree: ast.AST, line: int) -> tuple[_Def | None, bool, bool, bool]:
 
 
 def _talks_after(func: ast.AST, line: int) -> bool:
-    """A loop of ``func`` that starts after ``line`` and waits for the user's next message."""
-    return any(isinstance(n, (ast.For, ast.AsyncFor, ast.While)) and n.lineno > line and converses(n.body)
-               for n in descendants(func))
+    """A loop of ``func`` that starts after ``line`` and waits for the user's next message (the
+    lines of such loops are read once per function)."""
+    starts = func.__dict__.get("_promptlint_talks")
+    if starts is None:
+        starts = func._promptlint_talks = [n.lineno for n in descendants(func)
+                                           if isinstance(n, (ast.For, ast.AsyncFor, ast.While)) and converses(n.body)]
+    return any(start > line for start in starts)
 
 
 def _mentions_in(text: str, name: str):
@@ -145,7 +152,10 @@ class Lifetimes:
         """True when ``d``'s source runs in a function every caller runs once, outside its loops."""
         if not d.code.startswith(_VOLATILE_FAMILIES) or len(d.trace) < 2:
             return False  # (a framework option is its own source: the framework adds the value per run)
-        if not any(self._made_once(step) for step in d.trace[:-1]):
+        # The source, and each step where the value crosses into another function (the steps
+        # between are in the same function as their neighbours: nothing new to ask of them).
+        crossings = [d.trace[0], *(s for s in d.trace[1:-1] if s.note.startswith(_CROSSINGS))]
+        if not any(self._made_once(step) for step in crossings):
             return False
         if not d.sent:
             return True  # a layer built once (an agent, a stored system message) and reused
@@ -202,7 +212,7 @@ class Lifetimes:
             tree = self._tree(path)
             if tree is None:
                 return None
-            refs += [_Ref(*_locate(tree, line)) for line, _ in found]
+            refs += [_Ref(*_locate(tree, line, talks=True)) for line, _ in found]
         return refs
 
     def _mentions(self, name: str) -> list[str] | None:

@@ -289,7 +289,8 @@ class Connection:
         for chunk in text:
             self.log(today(), chunk)
 ''')
-    trace = (TraceStep(str(clock), 5, 12, "wall-clock time"), TraceStep(str(conn), 6, 9, "stored in `self.prompt`"),
+    trace = (TraceStep(str(clock), 5, 12, "wall-clock time"), TraceStep(str(clock), 5, 12, "returned by today()"),
+             TraceStep(str(conn), 6, 32, "via today()"), TraceStep(str(conn), 6, 9, "stored in `self.prompt`"),
              TraceStep(str(conn), 6, 9, "reaches system prompt"))
     finding = SimpleNamespace(code="PC101", trace=trace, sent=False)
     files = [str(clock), str(conn)]
