@@ -100,11 +100,7 @@ class NamesTest:
     file that may call another module's builder, with hundreds of names."""
 
     def __init__(self, names):
-        tokens: dict[str, bool] = {}
-        for name in names:
-            bare = name.lstrip(".")
-            tokens[bare] = tokens.get(bare, True) and name.startswith(".")
-        self.tokens = sorted(tokens.items())
+        self.tokens = sorted(merged_tokens({name.lstrip("."): name.startswith(".")} for name in names).items())
 
     def search(self, text: str) -> bool:
         for name, dotted in self.tokens:

@@ -34,46 +34,38 @@ def _source(split: str, stamp_system: bool, inline: bool = False) -> str:
     return head + split
 
 
-SPLITS = {
-    "loop": '''
+#: A provider adapter's loop over the message list; BODY is what it does with each message `m`.
+LOOP_SPLIT = '''
 def send(history, question):
     messages = build(history, question)
     system, rest = None, []
     for m in messages:
-        if m["role"] == "system":
+BODY
+    return client.messages.create(model="m", max_tokens=9, system=system, messages=rest)
+'''
+LOOP_BODIES = {
+    "loop": '''        if m["role"] == "system":
             system = m["content"]
         else:
-            rest.append(m)
-    return client.messages.create(model="m", max_tokens=9, system=system, messages=rest)
-''',
+            rest.append(m)''',
+    "alias": '''        role = m.get("role", "")
+        if role in ("system", "developer"):
+            system = m["content"]
+        else:
+            rest.append(dict(m))''',
+    "continue": '''        if m["role"] == "system":
+            system = m["content"]
+            continue
+        rest.append(m)''',
+}
+
+SPLITS = {
+    **{name: LOOP_SPLIT.replace("BODY", body) for name, body in LOOP_BODIES.items()},
     "comprehension": '''
 def send(history, question):
     messages = build(history, question)
     system = "\\n".join(m["content"] for m in messages if m.get("role") == "system")
     rest = [m for m in messages if m.get("role") != "system"]
-    return client.messages.create(model="m", max_tokens=9, system=system, messages=rest)
-''',
-    "alias": '''
-def send(history, question):
-    messages = build(history, question)
-    system, rest = None, []
-    for m in messages:
-        role = m.get("role", "")
-        if role in ("system", "developer"):
-            system = m["content"]
-        else:
-            rest.append(dict(m))
-    return client.messages.create(model="m", max_tokens=9, system=system, messages=rest)
-''',
-    "continue": '''
-def send(history, question):
-    messages = build(history, question)
-    system, rest = None, []
-    for m in messages:
-        if m["role"] == "system":
-            system = m["content"]
-            continue
-        rest.append(m)
     return client.messages.create(model="m", max_tokens=9, system=system, messages=rest)
 ''',
     "helper": '''

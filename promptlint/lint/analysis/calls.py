@@ -7,8 +7,8 @@ import re
 
 from promptlint.lint.analysis import arguments, loops
 from promptlint.lint.analysis.values import (EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, default_used, fixed,
-                                             frozen_ok, merge, narrowed)
-from promptlint.lint.analysis.rendered import names_placeholder, placeholder_step, rendered_callables
+                                             frozen_ok, merge, narrowed, read_at)
+from promptlint.lint.analysis.rendered import constant_text, names_placeholder, placeholder_step, rendered_callables
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, before_history, entry_node, role_of, system_side, system_text
 from promptlint.lint.diagnostic import Fix, TraceStep
 
@@ -32,10 +32,10 @@ _HISTORY_STORES = {"add_message", "add_messages", "append_message", "add_to_hist
 _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
 #: Families of what may locate a file without being in it: host facts, clocks and ids in a path.
 _LOCATORS = ("PC1", "PC2", "PC3")
-#: Classes of a system message, whatever library they come from.
 #: Calls that return their argument's structure: a copy or a read-only view of a list or dict.
 _SAME_STRUCTURE = frozenset({"builtins.dict", "builtins.list", "builtins.tuple", "types.MappingProxyType", "copy.copy",
                              "copy.deepcopy"})
+#: Classes of a system message, whatever library they come from.
 _SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "SystemPrompt", "SystemChatMessage",
                    "SystemMessagePromptTemplate"}
 
@@ -395,10 +395,12 @@ class Calls:
         named = list(kwargs.items())
         for a in args:
             named += list(a.keys.items()) if a.keys is not None else [(None, a)]
-        known = "\n".join(text_lines) if text_lines is not None else owner.template_texts.get((where.line, where.column))
-        end = owner.template_ends.get((where.line, where.column), where.line)
-        if text_lines is None and known is not None and end - where.line != known.count("\n"):
-            known = "\n".join(owner.lines[where.line - 1:end])  # joined from pieces: all of their lines
+        if text_lines is not None:
+            known = "\n".join(text_lines)
+        else:
+            known, pieces = constant_text(owner, where)
+            if pieces is not None:  # joined from pieces: all of their lines
+                known = "\n".join(pieces[where.line - 1:])
         for name, val in named:
             if name is not None and known is not None and not names_placeholder(known, name, text_lines is not None):
                 continue  # the template never names this variable: the value goes nowhere
@@ -474,9 +476,7 @@ class Calls:
                 arg, rest = narrowed(actual[t.param], t.index) if t.param in actual else (None, ())
                 if t.role_only and arg is not None:  # the system messages of a known message list
                     arg = system_side(arg.items) or arg
-                for at in (arg.taints if arg is not None else ()):
-                    if at.param >= 0 and rest:  # the caller's own parameter, read at what is left
-                        at = at._replace(index=(at.index + rest)[:3])
+                for at in (read_at(arg.taints, rest) if arg is not None else ()):  # (a caller's parameter: at what is left)
                     if at.label != t.label or (t.code == LOCATED and at.code.startswith(_LOCATORS)):
                         continue
                     if t.code == LOCATED and at.param >= 0:

@@ -8,7 +8,7 @@ import re
 
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.values import (EMPTY, HISTORY, NEWEST, RUN_STATE, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join,
-                                             as_fallback, holds_template, key_of, merge, narrowed,
+                                             as_fallback, holds_template, key_of, merge, narrowed, read_at,
                                              system_only)
 from promptlint.lint.analysis.rendered import JINJA_CODES, JINJA_VOLATILE
 from promptlint.lint.analysis.sinks import role_of, system_side
@@ -296,7 +296,7 @@ class Expressions:
                 # Another node of the graph may write it on each run: kept if one does (run_state.py).
                 # The field is the state's key: `state["router"]["logic"]` needs `router` written.
                 # (called directly with a dict, it reads the caller's: `_build_messages(state)`)
-                given = tuple(t._replace(index=t.index + (name,)) for t in base.taints if t.param >= 0 and len(t.index) < 3)
+                given = read_at(tuple(t for t in base.taints if t.param >= 0), (name,))
                 return Val(merge(self._run_state_read(name, node, "graph state read on each node run").taints, given), node=node)
         if spec is None:
             return None
@@ -373,8 +373,7 @@ class Expressions:
             taints = tuple(t for t in taints if t.label != "unordered")
         if isinstance(key.const, (int, str)) and not isinstance(key.const, bool):
             # `prompt[0]` of a parameter: the caller's first item, when the caller's list is known.
-            taints = tuple(t._replace(index=t.index + (key.const,)) if t.param >= 0 and len(t.index) < 3 else t
-                           for t in taints)
+            taints = read_at(taints, (key.const,))
         # The key selects, it does not become the value: `cache[id(obj)]` is not an id.
         return Val(taints, node=node,
                    origin=f"{base.origin}[]" if base.origin else None, template=self._template_entry(base.template, key.const))

@@ -93,17 +93,24 @@ def names_placeholder(text: str, name: str, template_file: bool) -> bool:
     return (re.search(r"\b%s\b" % re.escape(name), text) if template_file else _placeholder(name).search(text)) is not None
 
 
+def constant_text(owner, where: TraceStep) -> tuple[str | None, list[str] | None]:
+    """The text of the template constant of module ``owner`` at ``where``, and, when it is joined
+    from pieces (``"...{a}" + today + "...{b}"``), the module's lines up to its last piece."""
+    text = owner.template_texts.get((where.line, where.column))
+    if text is None:
+        return None, None
+    end = owner.template_ends.get((where.line, where.column), where.line)
+    return text, (owner.lines[:end] if end - where.line != text.count("\n") else None)
+
+
 def placeholder_step(owner, where: TraceStep, name: str, text_lines: list[str] | None) -> TraceStep | None:
     """Where ``{name}`` is in the template text at ``where`` (a constant of module ``owner``, or
     the lines of a template file), or None when it is not there."""
     pattern = _placeholder(name)
     if text_lines is None:  # a constant of a module: its text, or its source lines if joined from pieces
-        text = owner.template_texts.get((where.line, where.column))
+        text, text_lines = constant_text(owner, where)
         if text is None:
             return None
-        end = owner.template_ends.get((where.line, where.column), where.line)
-        if end - where.line != text.count("\n"):
-            text_lines = owner.lines[:end]
     if text_lines is not None:
         for i, line in enumerate(text_lines[where.line - 1:], where.line):
             m = pattern.search(line)

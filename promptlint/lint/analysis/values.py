@@ -172,6 +172,12 @@ def default_used(t: Taint, given: Val | None) -> Taint | None:
     return None
 
 
+def read_at(taints: tuple[Taint, ...], keys: tuple) -> tuple[Taint, ...]:
+    """``taints`` read at ``p[k1][k2]``: a parameter's stands for the caller's item there
+    (``Taint.index``, three keys deep at most); a concrete one stays what it is."""
+    return tuple(t._replace(index=(t.index + keys)[:3]) if t.param >= 0 else t for t in taints)
+
+
 def key_of(node: ast.AST, val: Val):
     """The key a subscript or a dict display names: a constant, or an enum member spelt the
     same way at each use (``prompts[Name.ZENDESK]``, ``{Name.ZENDESK: t}``: by its spelling,
