@@ -17,6 +17,9 @@ Severity = Literal["error", "warning"]
 Label = Literal["volatile", "unordered"]
 
 
+#: The note of a trace step where a test picks which text goes in (`if now.hour < 12`, `if key in words`).
+CHOOSES = "chooses the text"
+
 @dataclass(frozen=True)
 class TraceStep:
     """One hop of a flow from source to sink."""

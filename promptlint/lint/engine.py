@@ -17,9 +17,10 @@ import os
 import re
 from dataclasses import dataclass, replace
 
-from promptlint.lint.diagnostic import Diagnostic, FileResult, Settings, TraceStep
+from promptlint.lint.diagnostic import Diagnostic, FileResult, Settings
+from promptlint.lint.flows import one_per_flow
 from promptlint.lint.notebook import is_notebook, notebook_source
-from promptlint.lint.literal_search import NamesTest, names_test
+from promptlint.lint.literal_search import names_test
 from promptlint.lint.run_state import resolve as resolve_run_state, written_fields
 from promptlint.lint.source import SourceError, decode_source, display_path, parse_python
 
@@ -207,6 +208,11 @@ def _second_pass(item: tuple[str, frozenset[str]]) -> tuple[str, FileResult, str
         return path, FileResult([problem]), ""
     with _QuietHeap():
         result = analyze_file(path, text, _WORKER["project"], extra_names)
+    if [d.code for d in result.diagnostics] == ["PC001"]:
+        # A caller that does not parse passes nothing on. Whether it parses is said only of files
+        # that may hold a sink themselves, so a file gets one verdict alone or in its folder (a
+        # project generator's `{{name}}` template is neither).
+        result = FileResult(analyzed=True)
     return path, _noted(result, text), _imported_modules(text)
 
 
@@ -369,9 +375,33 @@ def _imported_modules(text: str) -> str:
     return " ".join(sorted(names))
 
 
-def _names_any(path: str, naming: NamesTest) -> bool:
-    text, _ = read_text(path, 10**9)
-    return text is not None and naming.search(text)
+def _offered_names(results: dict[str, FileResult]) -> dict[str, frozenset[str]]:
+    """What importing a name offers a caller: a module's stem offers the functions that module
+    carries into sinks, a base class (`+BaseLLM`) the methods of its subclasses there."""
+    offered: dict[str, set[str]] = {}
+    for path, result in results.items():
+        names = [n for n in result.param_sink_functions if not n.startswith("+")]
+        for key in [_stem(path), *(n[1:] for n in result.param_sink_functions if n.startswith("+"))]:
+            offered.setdefault(key, set()).update(names)
+    return {key: frozenset(names) for key, names in offered.items() if names}
+
+
+_CLASS_BASES = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)\)", re.MULTILINE)
+
+
+def _calls_into(text: str | None, imported: str, offered: dict[str, frozenset[str]],
+                imported_by_stem: dict[str, set[str]]) -> frozenset[str]:
+    """The functions a file may call into: those offered by the modules (or base classes) it
+    imports, when it names one of them; empty when it names none.
+    A subclass also holds what its base class's module imports (`llm: BaseLLM` declared there,
+    `self.llm.generate(prompt)` called here)."""
+    if text is None:
+        return False
+    names = set(imported.split())
+    if any(word in names for m in _CLASS_BASES.finditer(text) for word in re.findall(r"\w+", m.group(1))):
+        names.update(*(imported_by_stem.get(n, ()) for n in list(names)))
+    functions = frozenset().union(*(offered[n] for n in names if n in offered))
+    return functions if functions and names_test(functions).search(text) else frozenset()
 
 
 def _stem(path: str) -> str:
@@ -403,6 +433,13 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
                           f"{settings_fingerprint(settings)}-{roots_digest}")
     results: dict[str, FileResult] = {}
     imports: dict[str, str] = {}
+    texts: dict[str, str | None] = {}  # read once in this process (rounds, lifetimes)
+
+    def text_of(path: str) -> str | None:
+        if path not in texts:
+            texts[path] = read_text(path, settings.max_file_bytes)[0]
+        return texts[path]
+
     pending: list[str] = []
     for path in files:
         hit = cache.lookup(path) if cache is not None else None
@@ -421,22 +458,22 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
             if progress:
                 progress(done, len(files))
         # Callers of functions that carry a parameter into a sink are analysed too, in rounds
-        # until no new such function appears. Only files that import the module (or the base
-        # class a caller holds an adapter as: `+BaseLLM`) and name the function can pass
-        # anything into it.
-        seen: frozenset[str] = frozenset()
+        # until no module offers a new such function. Only files that import the module (or the
+        # base class a caller holds an adapter as: `+BaseLLM`, or subclass a class whose module
+        # does) and name one of its functions can pass anything into it.
+        seen: frozenset[tuple[str, str]] = frozenset()
         for _ in range(20):
-            exported = frozenset(n for r in results.values() for n in r.param_sink_functions)
-            if exported <= seen:
+            offered = _offered_names(results)
+            pairs = frozenset((key, name) for key, names in offered.items() for name in names)
+            if pairs <= seen:
                 break
-            seen = exported
-            extra_names = frozenset(n for n in exported if not n.startswith("+"))
-            naming = names_test(extra_names)
-            exporters = {_stem(p) for p, r in results.items() if r.param_sink_functions} | {
-                n[1:] for n in exported if n.startswith("+")}
-            todo = [p for p in files if not results[p].analyzed and not results[p].diagnostics
-                    and not exporters.isdisjoint(imports.get(p, "").split()) and _names_any(p, naming)]
-            for path, result, names in workers.map(_second_pass, [(p, extra_names) for p in todo]):
+            seen = pairs
+            imported_by_stem: dict[str, set[str]] = {}
+            for path in files:
+                imported_by_stem.setdefault(_stem(path), set()).update(imports.get(path, "").split())
+            todo = [(p, called) for p in files if not results[p].analyzed and not results[p].diagnostics
+                    for called in [_calls_into(text_of(p), imports.get(p, ""), offered, imported_by_stem)] if called]
+            for path, result, names in workers.map(_second_pass, todo):
                 results[path], imports[path] = result, names
                 analyzed_count += 1
                 if path not in pending:
@@ -466,10 +503,10 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
         if found:
             from promptlint.lint.lifetimes import Lifetimes
 
-            lifetimes = lifetimes or Lifetimes(files, lambda p: read_text(p, settings.max_file_bytes)[0])
+            lifetimes = lifetimes or Lifetimes(files, text_of)
             found = [d for d in resolve_run_state(found, writes, docs) if not lifetimes.computed_once(d)]
         if found or result.has_marker:
-            text, _ = read_text(path, settings.max_file_bytes)
+            text = text_of(path)
             if text is not None:
                 from promptlint.lint.suppress import apply_suppressions
 
@@ -486,75 +523,6 @@ def _unfixable_in_notebooks(d: Diagnostic) -> Diagnostic:
     if d.fix is not None and (is_notebook(d.path) or is_notebook(d.fix.path)):
         return replace(d, fix=None)
     return d
-
-
-def one_per_flow(diagnostics) -> list[Diagnostic]:
-    """A leak is reported once.
-
-    First a finding whose sink is only a step of a longer flow from the same source (a builder
-    recognised by name or shape, then the request) is folded into it, of the paths from one
-    source to one sink (through several calls of a helper) the shortest is kept, and one path
-    recognised at two sinks (a message dict and the request that sends it) is reported at the
-    first; then the findings left at
-    one sink line with one code (``datetime.now()`` and ``datetime.now(tz)`` of one if/else, or
-    the same clock reached through two paths) become one: the shortest trace is the finding and
-    the other sources are named in its message and listed in ``related``."""
-    groups: dict[tuple, list[Diagnostic]] = {}
-    folded: list[Diagnostic] = []
-    for d in diagnostics:
-        if len(d.trace) < 2:
-            folded.append(d)
-        else:
-            head = d.trace[0]
-            groups.setdefault((d.code, head.path, head.line, head.column), []).append(d)
-    for group in groups.values():
-        kept: list[Diagnostic] = []
-        for d in sorted(group, key=lambda x: (-len(x.trace), x.sort_key())):
-            sink = (d.trace[-1].path, d.trace[-1].line)
-            # Steps between source and sink only: a sink on the source's own line is its own flow.
-            if not any(sink in {(s.path, s.line) for s in k.trace[1:-1]} for k in kept):
-                kept.append(d)
-        # One source, one sink inside a helper, several calls that pass it on: one leak (the
-        # shortest path), fixed at the source whichever call site is reported.
-        ends: dict[tuple, Diagnostic] = {}
-        for d in sorted(kept, key=lambda x: (len(x.trace), x.sort_key())):
-            ends.setdefault((d.trace[-1].path, d.trace[-1].line, d.trace[-1].column, d.fix), d)
-        # One path from the source, recognised at two sinks (the system message dict and the
-        # request that sends it): one leak, reported at the first sink.
-        paths: dict[tuple, Diagnostic] = {}
-        for d in sorted(ends.values(), key=Diagnostic.sort_key):
-            paths.setdefault((tuple((s.path, s.line, s.column) for s in d.trace[:-1]), d.fix), d)
-        folded += paths.values()
-    at_sink: dict[tuple, list[Diagnostic]] = {}
-    for d in folded:
-        # Findings with different fixes stay apart: each is an edit `--fix` must still make.
-        at_sink.setdefault((d.path, d.line, d.code, d.fix), []).append(d)
-    return [_one_finding(group) for group in at_sink.values()]
-
-
-def _one_finding(group: list[Diagnostic]) -> Diagnostic:
-    """The finding of one sink line and code: the shortest trace, the other sources related."""
-    if len(group) == 1:
-        return group[0]
-    # Shortest trace first; on a tie, a source that is a value read or computed (a retrieval, a
-    # clock) before a parameter that merely carries the turn's input.
-    ordered = sorted(group, key=lambda d: (len(d.trace), ": parameter `" in (d.trace[0].note if d.trace else ""),
-                                           d.sort_key()))
-    first = ordered[0]
-    related: list[TraceStep] = []
-    for d in ordered[1:]:
-        source = d.trace[0] if d.trace else None
-        if source is not None and source not in related and (not first.trace or source != first.trace[0]):
-            related.append(source)
-    if not related:
-        return first
-    named = ", ".join(f"{s.note.split(': ', 1)[-1]} ({_where(s, first.path)})" for s in related[:2])
-    more = f" and {len(related) - 2} more" if len(related) > 2 else ""
-    return replace(first, message=f"{first.message}; also from {named}{more}", related=tuple(related))
-
-
-def _where(step: TraceStep, path: str) -> str:
-    return f"line {step.line}" if step.path == path else f"{step.path}:{step.line}"
 
 
 def lint_source(text: str, path: str = "example.py", settings: Settings | None = None) -> list[Diagnostic]:

@@ -245,3 +245,24 @@ def memoized(func: ast.AST) -> bool:
     """A function whose result a decorator computes once and hands back afterwards."""
     return not decorator_names(func).isdisjoint(_MEMOIZERS)
 
+
+def accumulates(stmt: ast.AST) -> bool:
+    """``text += part`` or ``text = text + part``: what the test lets in is added to the text."""
+    if isinstance(stmt, ast.AugAssign):
+        return isinstance(stmt.op, ast.Add)
+    value, targets = getattr(stmt, "value", None), getattr(stmt, "targets", ())
+    while isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        value = value.left
+    return (isinstance(value, ast.Name) and len(targets) == 1 and isinstance(targets[0], ast.Name)
+            and targets[0].id == value.id)
+
+
+#: Calls in a test that say nothing of which text it picks.
+_PLAIN_TESTS = frozenset({"len", "isinstance", "bool", "str", "int", "hasattr", "callable", "getattr"})
+
+
+def selects(test: ast.AST) -> bool:
+    """A test that picks by what a text says (`key in message`, `keyword_check(message, ...)`,
+    `pattern.search(message)`), not one that only checks it is there (`message != ""`, `len(...)`)."""
+    return any(isinstance(n, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in n.ops)
+               or isinstance(n, ast.Call) and callee_name(n.func) not in _PLAIN_TESTS for n in ast.walk(test))

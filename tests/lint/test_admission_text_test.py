@@ -104,6 +104,49 @@ def test_a_caller_of_a_method_that_carries_a_parameter_into_a_sink_is_analysed_o
     assert report.analyzed == 2  # helpers.py (a sink) and app.py (a caller of Assistant.ask)
 
 
+def _two_builders(tmp_path):
+    """Two modules, each with a method that carries a parameter into a sink."""
+    for module, method in (("mail", "send_note"), ("chat", "reply")):
+        (tmp_path / f"{module}.py").write_text(
+            "import anthropic\n\nclient = anthropic.Anthropic()\n\n\nclass Bot:\n"
+            f"    def {method}(self, system_text, question):\n"
+            "        return client.messages.create(model='m', max_tokens=10, system=system_text,\n"
+            "                                      messages=[{'role': 'user', 'content': question}])\n")
+
+
+def test_a_caller_is_admitted_only_for_the_functions_of_the_modules_it_imports(tmp_path):
+    """Importing one builder's module and naming another module's method is no call into either
+    (PraisonAI: `.run` exported by one module admitted every file that imports any other)."""
+    from promptlint.lint.diagnostic import Settings
+    from promptlint.lint.engine import lint_paths
+
+    _two_builders(tmp_path)
+    (tmp_path / "app.py").write_text(
+        "from datetime import datetime\n\nimport chat\n\n\ndef main(question, mailer):\n"
+        "    mailer.send_note(f'Today is {datetime.now()}', question)\n"
+        "    return chat.Bot().reply('fixed', question)\n")
+    (tmp_path / "other.py").write_text(  # names `reply`, imports only `mail`
+        "from datetime import datetime\n\nimport mail\n\n\ndef main(q, bot):\n"
+        "    return bot.reply(f'Today is {datetime.now()}', q)\n")
+    report = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1)
+    assert report.analyzed == 3  # mail.py, chat.py and app.py; not other.py
+    assert report.diagnostics == []  # app.py's dated text goes to `send_note` of an unknown object
+
+
+def test_a_subclass_reaches_the_builders_its_base_class_module_imports(tmp_path):
+    """`llm: Bot` is declared on the base class in another module; the subclass calls it."""
+    from promptlint.lint.diagnostic import Settings
+    from promptlint.lint.engine import lint_paths
+
+    _two_builders(tmp_path)
+    (tmp_path / "base.py").write_text("from chat import Bot\n\n\nclass BaseAgent:\n    llm: Bot\n")
+    (tmp_path / "agent.py").write_text(
+        "from datetime import datetime\n\nfrom base import BaseAgent\n\n\nclass Agent(BaseAgent):\n"
+        "    def step(self, q):\n        return self.llm.reply(f'Today is {datetime.now()}', q)\n")
+    report = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1)
+    assert [(d.path.rsplit("/", 1)[-1], d.code) for d in report.diagnostics] == [("agent.py", "PC101")]
+
+
 
 NAMES = frozenset({".start", ".run", "LLM", "create_agent", "build"})
 

@@ -72,6 +72,29 @@ def ask(client: openai.OpenAI, text):
 ''')] == ["PC101"]
 
 
+@pytest.mark.parametrize("before, late", [
+    ('    if summary:\n        messages.append({"role": "assistant", "content": summary})\n', False),
+    ('    messages.append({"role": "assistant", "content": summary})\n', True),
+    # a history kept on some paths only (when there is a session): where it is, it comes first
+    ('    if summary:\n        for m in summary:\n            messages.append(m)\n', True),
+    ('    if summary:\n        messages.extend(summary)\n', True),
+    ('    if summary:\n        messages.append({"role": "assistant", "content": summary})\n'
+     '    messages.append({"role": "user", "content": "Go on."})\n', True),
+])
+def test_a_message_appended_on_some_paths_only_does_not_make_the_system_message_late(before, late):
+    # On the paths where nothing was appended first, the system message leads the request.
+    source = f'''import datetime
+import openai
+
+def reply(client: openai.OpenAI, summary, text):
+    messages = []
+{before}    messages.append({{"role": "system", "content": f"Now: {{datetime.datetime.now():%H:%M}}"}})
+    messages.append({{"role": "user", "content": text}})
+    return client.chat.completions.create(model="m", messages=messages)
+'''
+    assert [code for _, code in found(source)] == ([] if late else ["PC101"])
+
+
 # ------------------------------------------------------------ time through helpers and library constants
 @pytest.mark.parametrize("imports, call", [
     ("from homeassistant.util import dt as dt_util", "dt_util.now()"),
@@ -487,3 +510,68 @@ class Search:
 '''
     assert found(source % "self.memory.search(query)") == [(10, "PC401")]
     assert found(source % '["fixed"]') == []
+
+
+# ------------------------------------------------------------ text chosen by this turn's words
+LOREBOOK = '''import openai
+
+LORE = [{"key": "dragon", "text": "Dragons sleep in winter."}, {"key": "castle", "text": "The castle fell."}]
+
+
+def mentions(phrase, keywords):
+    for k in keywords:
+        if k.lower() in phrase.lower():
+            return True
+    return False
+
+
+def gather(user_message):
+    lore = ""
+    for entry in LORE:
+        if TEST:
+            lore += entry["text"] + "\\n"
+    return lore
+
+
+def reply(client: openai.OpenAI, user_message):
+    system = "You are the narrator.\\n" + gather(user_message)
+    return client.chat.completions.create(model="m", messages=[{"role": "system", "content": system},
+                                                               {"role": "user", "content": user_message}])
+'''
+
+
+@pytest.mark.parametrize("test", ['entry["key"] in user_message', 'mentions(user_message, [entry["key"]])'])
+def test_entries_a_test_on_the_users_words_lets_into_the_system_message_follow_them(test):
+    # Which lorebook entries (or skills) go in is decided by this turn's words: a new system
+    # message whenever the user names another one.
+    assert [code for _, code in found(LOREBOOK.replace("TEST", test))] == ["PC401"]
+
+
+@pytest.mark.parametrize("test", ['entry["key"] != "castle"',  # a fixed test
+                                  'user_message != "" and len(user_message) > 3'])  # only that there are words
+def test_entries_a_test_lets_in_regardless_of_what_the_user_says_are_the_same_every_turn(test):
+    assert found(LOREBOOK.replace("TEST", test)) == []
+
+
+def test_the_turns_input_handed_down_a_chain_of_calls_is_one_leak():
+    source = '''import openai
+
+client = openai.OpenAI()
+
+
+def encode(user_input):
+    system = f"Answer the user. They just said: {user_input[:40]}"
+    return client.chat.completions.create(model="m", messages=[{"role": "system", "content": system},
+                                                               {"role": "user", "content": user_input}])
+
+
+def run(user_input):
+    return encode(user_input)
+
+
+def run_streaming(user_input):
+    return encode(user_input)
+'''
+    diagnostics = lint_source(source)
+    assert [(d.line, d.code) for d in diagnostics] == [(7, "PC401")]  # at the system text
+    assert len(diagnostics[0].related) == 2  # the two callers' own `user_input`

@@ -639,6 +639,25 @@ class Retriever:
     assert len(found) == 1 and found[0][2] == "PC101"
 
 
+def test_a_system_message_a_builder_returns_and_its_caller_sends_is_one_leak(tmp_path):
+    # The request's flow goes on from the builder through its call: reported at the message.
+    found, _ = lint_tree(tmp_path, {"client.py": '''from datetime import datetime
+
+from openai import OpenAI
+
+
+class Client:
+    def _messages(self, question):
+        system = f"Now: {datetime.now():%H:%M:%S}"
+        return [{"role": "system", "content": system}, {"role": "user", "content": question}]
+
+    def ask(self, question):
+        messages = self._messages(question)
+        return OpenAI().chat.completions.create(model="m", messages=messages)
+'''})
+    assert found == [("client.py", 9, "PC101")]
+
+
 # ------------------------------------------------------------ fields of a record read by name
 TOOL_RECORD = '''import time
 

@@ -260,6 +260,19 @@ def test_code_no_python_accepts_is_pc001_alone_and_in_its_folder(tmp_path):
         ("broken.py", "PC001"), ("newer.py", "PC101")]
 
 
+def test_a_template_that_calls_a_builder_is_not_pc001_in_its_folder_either(tmp_path):
+    # A project generator's `{{name}}` template names the builder, but holds no sink itself:
+    # linted alone it is not analysed, so in its folder it gets no verdict either.
+    (tmp_path / "agents.py").write_text(
+        "import anthropic\n\n\ndef ask(system_text, q):\n"
+        "    return anthropic.Anthropic().messages.create(model='m', max_tokens=9, system=system_text,\n"
+        "                                                 messages=[{'role': 'user', 'content': q}])\n")
+    (tmp_path / "main.py").write_text("from agents import ask\n\n\ndef {{name}}(q):\n    return ask('Be brief.', q)\n")
+    for target in (tmp_path / "main.py", tmp_path):
+        report = lint_paths([str(target)], Settings(root=str(tmp_path)), use_cache=False, jobs=1)
+        assert report.diagnostics == []
+
+
 # ------------------------------------------------------------ system message edited in place
 @pytest.mark.parametrize("write", ['messages[0]["content"] += "\\n" + stamp',
                                    'messages[0][CONTENT] = messages[0][CONTENT] + stamp',

@@ -248,6 +248,63 @@ def test_an_agent_loop_over_its_own_fresh_conversation_makes_its_system_message_
     assert bool(found) is reported
 
 
+LOCAL_RUN = '''import datetime
+
+from openai import OpenAI
+
+client = OpenAI()
+
+
+def research(model, tokenizer, query):
+    messages = [{"role": "system", "content": f"Today is {datetime.datetime.now():%H:%M:%S}."},
+                {"role": "user", "content": query}]
+    trace = tokenizer.apply_chat_template(messages, tokenize=False)
+    for _ in range(8):
+        output = model.generate(trace)[0].outputs[0].text
+        messages.append({"role": "assistant", "content": output})
+        trace = trace + output
+    SEND
+    return {"messages": messages, "trace": trace}
+'''
+
+
+@pytest.mark.parametrize(("send", "reported"), [
+    ("", False),  # the loop grows the run's own list and sends text rendered from it
+    # a request sent after the loop is one more request of the same run
+    ('client.chat.completions.create(model="m", messages=messages)', False),
+])
+def test_an_agent_loop_that_grows_its_own_conversation_and_sends_it_rendered(send, reported):
+    assert bool(lint_source(LOCAL_RUN.replace("SEND", send), "research.py")) is reported
+
+
+TASKS = '''import datetime
+from openai import OpenAI
+
+client = OpenAI()
+
+
+def run_all(tasks):
+    for task in tasks:
+        messages = [{"role": "system", "content": f"Now: {datetime.datetime.now():%H:%M:%S}"},
+                    {"role": "user", "content": task}]
+BODY'''
+ONE_REQUEST = '''        reply = client.chat.completions.create(model="m", messages=messages)
+        print(reply.choices[0].message.content)
+'''
+AGENT_LOOP = '''        for _ in range(3):
+            reply = client.chat.completions.create(model="m", messages=messages)
+            messages.append({"role": "assistant", "content": reply.choices[0].message.content})
+'''
+
+
+@pytest.mark.parametrize(("body", "reported"), [
+    (AGENT_LOOP, False),  # each task's own agent loop: its system message is made once for it
+    (ONE_REQUEST, True),  # one request per task, each with its pass's clock: the tasks' requests differ
+])
+def test_a_conversation_made_on_each_pass_of_a_loop_over_tasks(body, reported):
+    assert bool(lint_source(TASKS.replace("BODY", body), "tasks.py")) is reported
+
+
 def test_a_fresh_conversation_kept_on_the_object_is_not_the_runs_own():
     text = AGENT_RUN.replace("MESSAGES", '[{"role": "system", "content": system}, {"role": "user", "content": task}]').replace(
         "def run_task(task, history):", "def run_task(self, task, history):").replace(

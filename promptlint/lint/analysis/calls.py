@@ -6,8 +6,8 @@ import ast
 import re
 
 from promptlint.lint.analysis import arguments, loops
-from promptlint.lint.analysis.values import (EMPTY, LOCATED, clip, ClassInfo, FunctionRef, Taint, Val, default_used, fixed,
-                                             frozen_ok, merge, narrowed, read_at)
+from promptlint.lint.analysis.values import (EMPTY, LOCATED, appended, certain, chosen, clip, ClassInfo, FunctionRef, Taint, Val, default_used, fixed,
+                                             frozen_ok, merge, narrowed, read_at, user_words)
 from promptlint.lint.analysis.rendered import constant_text, names_placeholder, placeholder_step, rendered_callables
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, before_history, entry_node, role_of, system_side, system_text
 from promptlint.lint.diagnostic import Fix, TraceStep
@@ -295,7 +295,8 @@ class Calls:
             # constructor (a record such as a UI preview; a real one is followed through __init__).
             fills = isinstance(node.func, ast.Attribute) and node.func.attr in _TEMPLATE_METHODS
             if not fills and not (origin and origin.startswith("@") and "()" not in origin):
-                for name, val in ((n, v) for n, v in kwargs.items() if self.keeps_keyword(ref, n)):
+                for name, val in ((n, v) for n, v in kwargs.items()
+                                  if self.m.catalog.stable_layer_of(n) and self.keeps_keyword(ref, n)):
                     self.check_stable_target(name, f"{name}=", val, entry_node(node, name, val), self.m.snippet(node.func))
 
     def _static_catalog(self, receiver: ast.AST) -> bool:
@@ -366,15 +367,16 @@ class Calls:
             # A system message appended after history sits late in the request (volatile by
             # position); appended to an empty or all-system list, it leads the request.
             late = method == "append" and items is not None and any(
-                i.keys is None or role_of(i.keys.get("role")) not in ("system", "developer") for i in items)
+                i.keys is None or role_of(i.keys.get("role")) not in ("system", "developer") for i in certain(items))
             if not late and (method != "insert" or before_history(args, items)):
                 self.check_message_shape(message, node.args[-1])
         if items is not None:
             if method == "append" and args:
-                items = items + [args[0]]
+                items = appended(items, [args[0]], history=self.loop_depth > 0)
             elif method == "extend" and args:
                 # Unknown items (history) still take places: what is appended later comes after them.
-                items = items + (args[0].items if args[0].items is not None else [Val(args[0].taints)])
+                items = appended(items, args[0].items if args[0].items is not None else [Val(args[0].taints)],
+                                 history=args[0].items is None or self.loop_depth > 0)
             elif method == "insert" and len(args) == 2 and isinstance(args[0].const, int):
                 items = list(items)
                 items.insert(args[0].const, args[1])
@@ -476,8 +478,10 @@ class Calls:
                 arg, rest = narrowed(actual[t.param], t.index) if t.param in actual else (None, ())
                 if t.role_only and arg is not None:  # the system messages of a known message list
                     arg = system_side(arg.items) or arg
+                by_choice = chosen(t)  # text picked by a test on the parameter: by the caller's words only
                 for at in (read_at(arg.taints, rest) if arg is not None else ()):  # (a caller's parameter: at what is left)
-                    if at.label != t.label or (t.code == LOCATED and at.code.startswith(_LOCATORS)):
+                    if at.label != t.label or (t.code == LOCATED and at.code.startswith(_LOCATORS)) or (
+                            by_choice and not (at.param >= 0 or user_words(at))):
                         continue
                     if t.code == LOCATED and at.param >= 0:
                         at = at._replace(code=LOCATED)

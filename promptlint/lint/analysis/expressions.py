@@ -415,7 +415,7 @@ class Expressions:
         return Val(out.taints, origin=out.origin, items=out.items, keys=out.keys, func=out.func, node=node)
 
     def eval_IfExp(self, node: ast.IfExp) -> Val:
-        clock = self.clock_taints(self.eval(node.test), node.test)
+        clock = self.chosen_by(self.eval(node.test), node.test, False)
         body, orelse = self.eval(node.body), self.eval(node.orelse)
         param, unset = self.param_test(node.test)
         if param >= 0 and self.param_index(node.orelse if unset else node.body) == param:

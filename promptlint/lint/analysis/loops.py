@@ -329,9 +329,14 @@ def _lone_messages(func: ast.AST, stores: Counter) -> frozenset[int]:
             if isinstance(n, ast.Name) and (n.id in named or n.id in runs) and isinstance(n.ctx, ast.Load):
                 reads.setdefault(n.id, []).append(id(n))
         lone.update(named[name] for name, ids in reads.items() if name in named and all(i in passed for i in ids))
-        # (sent in a loop that does not make it afresh: an agent loop, not a loop over tasks)
-        lone.update(runs[name][0] for name, ids in reads.items() if name in runs and all(i in passed or i in grown for i in ids)
-                    and any(i in passed and i in body and runs[name][1] not in body for i in ids for body in loop_bodies))
+        # (sent or grown in a loop that does not make it afresh: an agent loop, not a loop over
+        # tasks; what it sends may be text rendered from it, `tokenizer.apply_chat_template`)
+        # (and not kept on an object, `self.messages = messages`: another call may go on with it)
+        kept = {id(n.value) for n in descendants(func) if isinstance(n, ast.Assign)
+                and not all(isinstance(t, ast.Name) for t in n.targets)}
+        lone.update(runs[name][0] for name, ids in reads.items() if name in runs and not any(i in kept for i in ids)
+                    and any((i in passed or i in grown) and i in body and runs[name][1] not in body
+                            for i in ids for body in loop_bodies))
     return frozenset(lone)
 
 

@@ -8,9 +8,10 @@ import re
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, is_system_message, system_side
 from promptlint.lint.analysis.values import (NEWEST, RUN_STATE, FunctionRef, Summary, Taint, Val, common_fields, frozen_ok,
-                                             as_fallback, join, key_of, merge, system_only)
-from promptlint.lint.guards import (callee_name, descendants, ends_pass, first_pass, picks_system, returns_when_set, role_names,
-                                    role_test, unset_test)
+                                             as_fallback, chosen, join, key_of, merge, system_only, user_words)
+from promptlint.lint.diagnostic import CHOOSES
+from promptlint.lint.guards import (accumulates, callee_name, descendants, ends_pass, first_pass, picks_system, returns_when_set, role_names,
+                                    role_test, selects, unset_test)
 from promptlint.lint.run_state import state_key, state_receiver
 
 def _content_of(target: ast.AST) -> ast.AST | None:
@@ -203,6 +204,10 @@ class Statements:
             self.history_adds -= update
         if self.loop_unordered:
             val = val.with_taints(merge(val.taints, *self.loop_unordered))
+        if self.control and isinstance(node.value, ast.Constant) and isinstance(node.value.value, bool):
+            # `if k in phrase: return True`: a predicate of this turn's words
+            val = val.with_taints(merge(val.taints, [t for group in self.control for t in group
+                                                     if not t.code.startswith("PC1")]))
         if self.passes:  # what a loop has built so far is returned once, not per pass
             val = val.keep_deep(lambda t: not loops.mine(self.passes, t))
         if self.graph_node:
@@ -222,12 +227,11 @@ class Statements:
     def stmt_If(self, node: ast.If) -> None:
         """Each branch runs on its own copy of the environment, where its assignments are strong
         (`fn = tool["function"]` hides an `fn` of an earlier loop); the copies are joined after."""
-        clock = self.clock_taints(self.eval(node.test), node.test)
-        self.control.append(clock)
+        dispatch = role_test(node.test)
+        self.control.append(self.chosen_by(self.eval(node.test), node.test, dispatch))
         before, depth = self.env, self.depth
         self.depth = 0  # (across loop iterations, the join below and the loop's second run carry values)
         self.env = dict(before)
-        dispatch = role_test(node.test)
         self.role_branch += dispatch
         # `for m in messages: if m["role"] == "system":` (or `role = m.get("role")` first) sees the
         # system messages only; its `else:` (or what follows a `continue`) the others.
@@ -266,10 +270,14 @@ class Statements:
             if name in self.env:
                 self.env[name] = self.env[name].keep_deep(lambda t: t.param < 0)
 
-    def clock_taints(self, test: Val, node: ast.AST) -> tuple[Taint, ...]:
-        """A clock read in a test chooses which constant text goes in (``if now.hour < 12``)."""
-        step = self.m.step(node, f"chooses the text: `{self.m.snippet(node, 40)}`")
-        return tuple(t.then(step) for t in test.taints if t.code.startswith("PC1") and t.param < 0)
+    def chosen_by(self, test: Val, node: ast.AST, dispatch: bool) -> tuple[Taint, ...]:
+        """What a test chooses text by: a clock (``if now.hour < 12``), or this turn's words or a
+        parameter (``if lore["key"] in user_message``: which entries of a lorebook, which skills
+        go in). A role test picks messages, not text: what it picks is followed as such."""
+        step = self.m.step(node, f"{CHOOSES}: `{self.m.snippet(node, 40)}`")
+        picks = not dispatch and selects(node)
+        return tuple(t.then(step) for t in test.taints if t.code.startswith("PC1") and t.param < 0 and not chosen(t)
+                     or picks and (user_words(t) or t.param >= 0 and t.label == "volatile" and not t.code))
 
     def _loop(self, iter_val: Val, target, body, orelse, node) -> None:
         unordered = tuple(t for t in iter_val.taints if t.label == "unordered")
@@ -399,7 +407,11 @@ class Statements:
             # (and so is each message of a list stored there).
             val = val.keep_deep(frozen_ok)
         chosen = [t for group in self.control for t in group]
-        if chosen and _chosen_text(stmt, val):
+        if chosen and not _chosen_text(stmt, val):
+            # Text added under a test on this turn's words (a lorebook's entries, skills) follows
+            # them; a clock test only times what it lets in (`if hour < 12: system += note`).
+            chosen = [t for t in chosen if not t.code.startswith("PC1")] if accumulates(stmt) else []
+        if chosen:
             val = val.with_taints(merge(val.taints, chosen))
         if self.role_branch and any(t.param >= 0 for t in val.taints):
             # `if msgs[0]["role"] == "system": instructions = msgs[0]["content"]`: what a parameter
@@ -580,3 +592,4 @@ def _chosen_text(stmt: ast.AST, val: Val) -> bool:
     value = getattr(stmt, "value", None)
     return isinstance(val.const, str) or isinstance(value, ast.JoinedStr) or (
         isinstance(value, ast.Constant) and isinstance(value.value, str))
+

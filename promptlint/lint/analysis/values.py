@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from promptlint.lint.diagnostic import Fix, TraceStep
+from promptlint.lint.diagnostic import CHOOSES, Fix, TraceStep
 
 #: The origin of a framework's run context inside an instructions function (run_state.py).
 RUN_STATE = "~run-state"
@@ -77,6 +77,17 @@ def merge(*groups) -> tuple[Taint, ...]:
     return tuple(seen.values())
 
 
+def chosen(t: "Taint") -> bool:
+    """A taint that reached its value through a test's choice, not as data."""
+    return any(s.note.startswith(CHOOSES) for s in t.steps)
+
+
+def user_words(t: "Taint") -> bool:
+    """This turn's words themselves: a per-turn parameter (`user_message`) or the newest message."""
+    return t.code == "PC401" and t.param < 0 and bool(t.steps) and (
+        ": parameter `" in t.steps[0].note or "newest message" in t.steps[0].note)
+
+
 class Val:
     """What the analysis knows about a value."""
 
@@ -103,7 +114,7 @@ class Val:
         if depth > 4 or (self.items is None and self.keys is None):
             return self.keep(predicate)
         return Val(tuple(t for t in self.taints if predicate(t)), self.origin, self.const,
-                   [v.keep_deep(predicate, depth + 1) for v in self.items] if self.items is not None else None,
+                   _like(self.items, [v.keep_deep(predicate, depth + 1) for v in self.items]) if self.items is not None else None,
                    {k: v.keep_deep(predicate, depth + 1) for k, v in self.keys.items()} if self.keys is not None else None,
                    self.func, self.node, self.template, self.sink_layer)
 
@@ -121,8 +132,54 @@ def join(a: Val | None, b: Val | None) -> Val:
     if b is None:
         return a
     return Val(merge(a.taints, b.taints), a.origin if a.origin == b.origin else (a.origin or b.origin),
-               a.const if a.const == b.const else None, a.items if a.items is b.items else (b.items or a.items),
+               a.const if a.const == b.const else None, _join_items(a.items, b.items),
                _join_keys(a.keys, b.keys), a.func or b.func, a.node or b.node, a.template or b.template)
+
+
+class Items(list):
+    """A list display's items after branches that add to it on some paths only: ``maybe`` are
+    the places that may be empty (`if summary: messages.append(...)`), which a message appended
+    later does not necessarily follow. A history (messages added in a loop, or an unknown list
+    extended in) is never such a place: where there is one, it comes first."""
+
+    maybe: frozenset[int] = frozenset()
+    history: frozenset[int] = frozenset()
+
+
+def _join_items(a: list | None, b: list | None) -> list | None:
+    if a is b or a is None or b is None:
+        return a if b is None else b
+    short, long = (a, b) if len(a) <= len(b) else (b, a)
+    if not all(x is y for x, y in zip(short, long)):
+        return b or a  # two different lists: the structure of either
+    joined = Items(long)
+    joined.history = getattr(long, "history", frozenset())
+    joined.maybe = (frozenset(range(len(short), len(long))) - joined.history) | getattr(short, "maybe", frozenset()) | getattr(
+        long, "maybe", frozenset())
+    return joined
+
+
+def _like(items: list, new: list) -> list:
+    """``new``, item for item in place of ``items``, with what is known of its places."""
+    if not isinstance(items, Items):
+        return new
+    out = Items(new)
+    out.maybe, out.history = items.maybe, items.history
+    return out
+
+
+def appended(items: list, new: list, history: bool = False) -> list:
+    """``items`` with ``new`` added at its end, keeping which places may be empty."""
+    out = Items(items + new)
+    out.maybe = getattr(items, "maybe", frozenset())
+    out.history = getattr(items, "history", frozenset()) | (frozenset(range(len(items), len(out))) if history else frozenset())
+    return out
+
+
+def certain(items: list) -> list:
+    """The items that are there on every path."""
+    maybe = getattr(items, "maybe", frozenset())
+    return [item for place, item in enumerate(items) if place not in maybe] if maybe else items
 
 
 def _join_keys(a: dict | None, b: dict | None) -> dict | None:
