@@ -575,3 +575,20 @@ def run_streaming(user_input):
     diagnostics = lint_source(source)
     assert [(d.line, d.code) for d in diagnostics] == [(7, "PC401")]  # at the system text
     assert len(diagnostics[0].related) == 2  # the two callers' own `user_input`
+
+
+def test_what_a_retrieval_context_builder_picks_for_the_query_is_per_turn():
+    # GraphRAG-shaped: the builder is an abstract type here, its matches are this query's.
+    assert [code for _, code in found('''SYSTEM = "Answer from the data below.\\n---Data---\\n{context_data}\\n---End---"
+
+
+class LocalSearch:
+    def __init__(self, model, context_builder):
+        self.model, self.context_builder = model, context_builder
+
+    def search(self, query):
+        context = self.context_builder.build_context(query=query)
+        prompt = SYSTEM.format(context_data=context.context_chunks)
+        return self.model.chat.completions.create(model="m", messages=[{"role": "system", "content": prompt},
+                                                                       {"role": "user", "content": query}])
+''')] == ["PC401"]
