@@ -389,17 +389,24 @@ def _offered_names(results: dict[str, FileResult]) -> dict[str, frozenset[str]]:
 _CLASS_BASES = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)\)", re.MULTILINE)
 
 
-def _calls_into(text: str | None, imported: str, offered: dict[str, frozenset[str]],
-                imported_by_stem: dict[str, set[str]]) -> frozenset[str]:
+def _calls_into(path: str, imported: str, offered: dict[str, frozenset[str]], reaching: set[str],
+                imported_by_stem: dict[str, set[str]], text_of) -> frozenset[str]:
     """The functions a file may call into: those offered by the modules (or base classes) it
     imports, when it names one of them; empty when it names none.
     A subclass also holds what its base class's module imports (`llm: BaseLLM` declared there,
-    `self.llm.generate(prompt)` called here)."""
-    if text is None:
-        return False
+    `self.llm.generate(prompt)` called here). ``reaching``: the modules whose own imports offer
+    something (only a file that imports one of those or an offering module is read)."""
     names = set(imported.split())
-    if any(word in names for m in _CLASS_BASES.finditer(text) for word in re.findall(r"\w+", m.group(1))):
-        names.update(*(imported_by_stem.get(n, ()) for n in list(names)))
+    if names.isdisjoint(offered) and names.isdisjoint(reaching):
+        return frozenset()
+    text = text_of(path)
+    if text is None:
+        return frozenset()
+    bases = {word for m in _CLASS_BASES.finditer(text) for word in re.findall(r"\w+", m.group(1))} & names
+    if bases:
+        for m in _IMPORT_NAMES.finditer(text):  # the modules the bases come from
+            if m.group(1) and not bases.isdisjoint(re.split(r"[,\s()]+", m.group(2))):
+                names.update(imported_by_stem.get(m.group(1).rsplit(".", 1)[-1], ()))
     functions = frozenset().union(*(offered[n] for n in names if n in offered))
     return functions if functions and names_test(functions).search(text) else frozenset()
 
@@ -471,8 +478,10 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
             imported_by_stem: dict[str, set[str]] = {}
             for path in files:
                 imported_by_stem.setdefault(_stem(path), set()).update(imports.get(path, "").split())
+            reaching = {stem for stem, names in imported_by_stem.items() if not names.isdisjoint(offered)}
             todo = [(p, called) for p in files if not results[p].analyzed and not results[p].diagnostics
-                    for called in [_calls_into(text_of(p), imports.get(p, ""), offered, imported_by_stem)] if called]
+                    for called in [_calls_into(p, imports.get(p, ""), offered, reaching, imported_by_stem, text_of)]
+                    if called]
             for path, result, names in workers.map(_second_pass, todo):
                 results[path], imports[path] = result, names
                 analyzed_count += 1

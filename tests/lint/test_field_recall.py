@@ -592,3 +592,38 @@ class LocalSearch:
         return self.model.chat.completions.create(model="m", messages=[{"role": "system", "content": prompt},
                                                                        {"role": "user", "content": query}])
 ''')] == ["PC401"]
+
+
+# ------------------------------------------------------------ raw HTTP requests and stored histories
+RAW_HTTP = '''import datetime
+import json
+
+import httpx
+
+
+async def reply(context, user_message, model):
+    history = context.chat_data.get("chat_history", [])
+    system = {"role": "system", "content": f"Now: {datetime.datetime.now()}"}
+    payload = {"model": model, "messages": [system, *history, {"role": "user", "content": user_message}]}
+    async with httpx.AsyncClient() as client:
+        response = await client.post("https://api.openai.com/v1/chat/completions", BODY)
+    answer = response.json()["choices"][0]["message"]["content"]
+    return [{"role": "system", "content": f"Last answer: {answer}"}, *history]
+'''
+
+
+@pytest.mark.parametrize("body", ["json=payload", "data=json.dumps(payload)"])
+def test_the_reply_to_a_posted_request_is_not_the_request(body):
+    # The request's clock is reported once, in its system message; the model's reply that the
+    # next system message quotes does not carry it.
+    assert found(RAW_HTTP.replace("BODY", body)) == [(9, "PC101")]
+
+
+def test_a_system_message_appended_to_a_stored_history_comes_after_it():
+    assert found('''import datetime
+
+
+def note_tool_run(context, name):
+    history = context.chat_data.get("chat_history", [])
+    history.append({"role": "system", "content": f"{name} ran at {datetime.datetime.now()}"})
+''') == []

@@ -9,8 +9,9 @@ from promptlint.lint.analysis import arguments, loops
 from promptlint.lint.analysis.values import (EMPTY, LOCATED, appended, certain, chosen, clip, ClassInfo, FunctionRef, Taint, Val, default_used, fixed,
                                              frozen_ok, merge, narrowed, read_at, user_words)
 from promptlint.lint.analysis.rendered import constant_text, names_placeholder, placeholder_step, rendered_callables
-from promptlint.lint.analysis.sinks import REQUEST_METHODS, before_history, entry_node, role_of, system_side, system_text
-from promptlint.lint.diagnostic import Fix, TraceStep
+from promptlint.lint.analysis.sinks import (REQUEST_METHODS, before_history, entry_node, posts_request, role_of, system_side,
+                                            system_text)
+from promptlint.lint.diagnostic import Fix
 
 _MUTATORS = arguments.MUTATORS
 _PATTERN_COMPILERS = ("re.compile(", "regex.compile(")  # origin of a compiled pattern's methods
@@ -209,9 +210,10 @@ class Calls:
             if info is not None:
                 return self._construct(node, info[1], args, kwargs)
         # 4. templates, joins, mutators, everything else: taint flows through
-        if callee in REQUEST_METHODS and callee not in _TEMPLATE_METHODS and callee != "parse":
-            # `client.messages.create(...)`: the response is the model's new text, not the request
-            # it was sent (a clock in the system prompt is not in the reply).
+        if callee in REQUEST_METHODS and callee not in _TEMPLATE_METHODS and callee != "parse" or posts_request(node, self.env):
+            # `client.messages.create(...)`, `httpx.post(url, json=payload)`: the response is the
+            # model's new text, not the request it was sent (a clock in the system prompt is not
+            # in the reply).
             return Val(origin=call_origin, node=node)
         recv_val = self.eval(node.func.value) if isinstance(node.func, ast.Attribute) else EMPTY
         method = node.func.attr if isinstance(node.func, ast.Attribute) else None
@@ -366,8 +368,9 @@ class Calls:
         if message is not None:
             # A system message appended after history sits late in the request (volatile by
             # position); appended to an empty or all-system list, it leads the request.
-            late = method == "append" and items is not None and any(
-                i.keys is None or role_of(i.keys.get("role")) not in ("system", "developer") for i in certain(items))
+            # (A list of unknown contents, a stored history, has them before what is appended.)
+            late = method == "append" and (items is None or any(
+                i.keys is None or role_of(i.keys.get("role")) not in ("system", "developer") for i in certain(items)))
             if not late and (method != "insert" or before_history(args, items)):
                 self.check_message_shape(message, node.args[-1])
         if items is not None:

@@ -9,6 +9,7 @@ from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.values import LOCATED, ParamSink, Taint, Val, _const_str, clip, common_fields, frozen_ok, merge
 from promptlint.lint.catalog import ArgSpec, Condition, SinkSpec
 from promptlint.lint.diagnostic import TraceStep
+from promptlint.lint.guards import callee_name
 from promptlint.lint.literal_search import LAYER_WRITER_NAME
 
 #: ADK's instruction placeholders: `{key}`, `{key?}` (optional); not `{artifact.x}` or `{{`.
@@ -482,3 +483,22 @@ _PAYLOAD_SINKS = {
     "functions": (("messages",), "tool list", "value"),
     "prompt_cache_key": (("messages", "input"), "prompt_cache_key", "cache-key"),
 }
+
+
+_PAYLOAD_BODIES = frozenset({"messages", "input", "contents", "prompt"})  # beside `model`: an LLM request's body
+
+
+def posts_request(node: ast.Call, env: dict) -> bool:
+    """A call that posts an LLM request payload (`httpx.post(url, json=payload)`,
+    `data=json.dumps(payload)`, with `model` and `messages`/`input`/`contents` keys)."""
+    for kw in node.keywords:
+        value = kw.value
+        if kw.arg not in ("json", "data", "content"):
+            continue
+        if isinstance(value, ast.Call) and callee_name(value.func) == "dumps" and value.args:
+            value = value.args[0]
+        keys = (env[value.id].keys if isinstance(value, ast.Name) and value.id in env else
+                {k.value: None for k in value.keys if isinstance(k, ast.Constant)} if isinstance(value, ast.Dict) else None)
+        if keys and "model" in keys and not _PAYLOAD_BODIES.isdisjoint(keys):
+            return True
+    return False
