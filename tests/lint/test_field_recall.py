@@ -627,3 +627,22 @@ def note_tool_run(context, name):
     history = context.chat_data.get("chat_history", [])
     history.append({"role": "system", "content": f"{name} ran at {datetime.datetime.now()}"})
 ''') == []
+
+
+@pytest.mark.parametrize(("start", "reported"), [
+    ('context.chat_data.get("chat_history", [])', False),  # a stored history: the message goes after it
+    ("[]", True),  # a fresh list: the message leads the request
+])
+def test_a_system_message_bound_to_a_name_is_judged_where_it_is_appended(start, reported):
+    source = f'''import datetime
+import openai
+
+
+def reply(client: openai.OpenAI, context, text):
+    history = {start}
+    stamp = {{"role": "system", "content": f"Now: {{datetime.datetime.now()}}"}}
+    history.append(stamp)
+    history.append({{"role": "user", "content": text}})
+    return client.chat.completions.create(model="m", messages=history)
+'''
+    assert [code for _, code in found(source)] == (["PC101"] if reported else [])

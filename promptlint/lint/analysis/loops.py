@@ -260,6 +260,9 @@ class Bindings(NamedTuple):
     #: ids of message dicts that are a request's only message (``messages=[{"role": "system",
     #: "content": task}]``, or a list bound once to a name that is only ever passed to calls)
     lone_messages: frozenset[int] = frozenset()
+    #: ids of message dicts bound once to a name that is only ever appended somewhere
+    #: (``msg = {"role": "system", ...}; history.append(msg)``): where it lands is the append's
+    appended_later: frozenset[int] = frozenset()
 
 
 def bindings(func: ast.AST) -> Bindings:
@@ -294,8 +297,22 @@ def bindings(func: ast.AST) -> Bindings:
         if isinstance(value, ast.Name):
             aliases[stmt.targets[0].id] = (value.id, stmt.lineno, attr)
     func._promptlint_bindings = found = Bindings(frozenset(stores), aliases, frozenset(empty), frozenset(attrs), tests,
-                                                 _lone_messages(func, stores))
+                                                 _lone_messages(func, stores), _appended_later(func, singles, stores))
     return found
+
+
+def _appended_later(func: ast.AST, singles: list, stores: Counter) -> frozenset[int]:
+    dicts = {stmt.targets[0].id: id(stmt.value) for stmt in singles
+             if isinstance(stmt.value, ast.Dict) and stores[stmt.targets[0].id] == 1}
+    if not dicts:
+        return frozenset()
+    appended = {id(n.args[0]) for n in descendants(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "append" and len(n.args) == 1 and isinstance(n.args[0], ast.Name)}
+    reads: dict[str, list[int]] = {}
+    for n in descendants(func):
+        if isinstance(n, ast.Name) and n.id in dicts and isinstance(n.ctx, ast.Load):
+            reads.setdefault(n.id, []).append(id(n))
+    return frozenset(dicts[name] for name, ids in reads.items() if all(i in appended for i in ids))
 
 
 def _lone_messages(func: ast.AST, stores: Counter) -> frozenset[int]:

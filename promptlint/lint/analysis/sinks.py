@@ -380,6 +380,8 @@ class Sinks:
             return
         if self.ref is not None and id(node) in loops.bindings(self.ref.node).lone_messages:
             return  # the request's only message: a one-shot task prompt, no prefix shared with a turn
+        if self.ref is not None and id(node) in loops.bindings(self.ref.node).appended_later:
+            return  # judged where it is appended: after a history, or leading an empty list
         for key in ("content", "parts", "text"):
             content = keys.get(key)
             if content is not None:
