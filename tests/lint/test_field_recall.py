@@ -646,3 +646,21 @@ def reply(client: openai.OpenAI, context, text):
     return client.chat.completions.create(model="m", messages=history)
 '''
     assert [code for _, code in found(source)] == (["PC101"] if reported else [])
+
+
+@pytest.mark.parametrize(("call", "reported"), [
+    ("self.llm_generate_fn(messages)", False),  # an injected model call: its answer is not its prompt
+    ("self.trim_history(messages)", True),  # an unknown helper handed the messages: they go on through it
+])
+def test_an_unknown_callable_named_for_asking_a_model_answers_with_new_text(call, reported):
+    source = f'''import datetime
+
+
+class Router:
+    async def route(self, question):
+        messages = [{{"role": "system", "content": f"Now: {{datetime.datetime.now()}}. Pick a file."}},
+                    {{"role": "user", "content": question}}]
+        raw = await {call}
+        return [{{"role": "system", "content": f"Write into {{raw}}."}}, {{"role": "user", "content": question}}]
+'''
+    assert [(line, code) for line, code in found(source) if line == 9] == ([(9, "PC101")] if reported else [])

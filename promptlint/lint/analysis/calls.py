@@ -9,8 +9,8 @@ from promptlint.lint.analysis import arguments, loops
 from promptlint.lint.analysis.values import (EMPTY, LOCATED, appended, certain, chosen, clip, ClassInfo, FunctionRef, Taint, Val, default_used, fixed,
                                              frozen_ok, merge, narrowed, read_at, user_words)
 from promptlint.lint.analysis.rendered import constant_text, names_placeholder, placeholder_step, rendered_callables
-from promptlint.lint.analysis.sinks import (REQUEST_METHODS, before_history, entry_node, posts_request, role_of, system_side,
-                                            system_text)
+from promptlint.lint.analysis.sinks import (REQUEST_METHODS, asks_model, before_history, entry_node, posts_request, role_of,
+                                            system_side, system_text)
 from promptlint.lint.diagnostic import Fix
 
 _MUTATORS = arguments.MUTATORS
@@ -210,7 +210,8 @@ class Calls:
             if info is not None:
                 return self._construct(node, info[1], args, kwargs)
         # 4. templates, joins, mutators, everything else: taint flows through
-        if callee in REQUEST_METHODS and callee not in _TEMPLATE_METHODS and callee != "parse" or posts_request(node, self.env):
+        if (callee in REQUEST_METHODS and callee not in _TEMPLATE_METHODS and callee != "parse" or posts_request(node, self.env)
+                or asks_model(callee, [*args, *kwargs.values()])):
             # `client.messages.create(...)`, `httpx.post(url, json=payload)`: the response is the
             # model's new text, not the request it was sent (a clock in the system prompt is not
             # in the reply).

@@ -488,6 +488,15 @@ _PAYLOAD_SINKS = {
 
 
 _PAYLOAD_BODIES = frozenset({"messages", "input", "contents", "prompt"})  # beside `model`: an LLM request's body
+#: An unknown callable named for asking a model (`self.llm_generate_fn(messages)`, `ask_llm`).
+_ASKS_MODEL = re.compile(r"(?i)llm|generat|complet|chat|respon")
+
+
+def asks_model(name: str, args: list) -> bool:
+    """An unknown callable named for asking a model and handed a conversation (a list of role
+    messages): what comes back is the model's answer, not the messages."""
+    return bool(_ASKS_MODEL.search(name)) and "template" not in name and any(
+        a.items and any(i.keys is not None and "role" in i.keys for i in a.items) for a in args)
 
 
 def posts_request(node: ast.Call, env: dict) -> bool:
