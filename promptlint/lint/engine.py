@@ -468,8 +468,9 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
         # until no module offers a new such function. Only files that import the module (or the
         # base class a caller holds an adapter as: `+BaseLLM`, or subclass a class whose module
         # does) and name one of its functions can pass anything into it.
+        # (Every file a cache hit: the run that stored them made these rounds with the same files.)
         seen: frozenset[tuple[str, str]] = frozenset()
-        for _ in range(20):
+        for _ in range(20 if pending else 0):
             offered = _offered_names(results)
             pairs = frozenset((key, name) for key, names in offered.items() for name in names)
             if pairs <= seen:
