@@ -19,6 +19,9 @@ Label = Literal["volatile", "unordered"]
 
 #: The note of a trace step where a test picks which text goes in (`if now.hour < 12`, `if key in words`).
 CHOOSES = "chooses the text"
+#: The end of a source's note when a framework fills the value in on every call of what was built
+#: once (a retrieval chain's documents): when the builder ran says nothing of the value's lifetime.
+EVERY_CALL = "on every call"
 
 @dataclass(frozen=True)
 class TraceStep:

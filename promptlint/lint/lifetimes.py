@@ -20,6 +20,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from promptlint.lint.diagnostic import EVERY_CALL
 from promptlint.lint.guards import converses, descendants, first_pass, returns_when_set
 from promptlint.lint.source import parse_python
 
@@ -150,7 +151,7 @@ class Lifetimes:
 
     def computed_once(self, d) -> bool:
         """True when ``d``'s source runs in a function every caller runs once, outside its loops."""
-        if not d.code.startswith(_VOLATILE_FAMILIES) or len(d.trace) < 2:
+        if not d.code.startswith(_VOLATILE_FAMILIES) or len(d.trace) < 2 or d.trace[0].note.endswith(EVERY_CALL):
             return False  # (a framework option is its own source: the framework adds the value per run)
         # The source, and each step where the value crosses into another function (the steps
         # between are in the same function as their neighbours: nothing new to ask of them).

@@ -664,3 +664,28 @@ class Router:
         return [{{"role": "system", "content": f"Write into {{raw}}."}}, {{"role": "user", "content": question}}]
 '''
     assert [(line, code) for line, code in found(source) if line == 9] == ([(9, "PC101")] if reported else [])
+
+
+STUFF_CHAIN = '''from langchain.chains import create_retrieval_chain
+from langchain.chains.combine_documents import create_stuff_documents_chain
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+
+SYSTEM = "Answer from the sources below.SYSTEM_SLOT"
+HUMAN = "HUMAN_SLOT{input}"
+
+
+def build(llm, retriever):
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", SYSTEM), MessagesPlaceholder("chat_history"), ("human", HUMAN)])
+    qa = create_stuff_documents_chain(llm, prompt)
+    return create_retrieval_chain(retriever, qa)
+'''
+
+
+@pytest.mark.parametrize(("system", "human", "reported"), [
+    ("\\n\\n{context}", "", True),  # the retrieved documents lead the conversation, in the system message
+    ("", "Sources: {context}\\n\\n", False),  # they go with the newest question: where they belong
+])
+def test_a_stuff_documents_chain_fills_its_prompts_context_with_this_turns_documents(system, human, reported):
+    source = STUFF_CHAIN.replace("SYSTEM_SLOT", system).replace("HUMAN_SLOT", human)
+    assert found(source) == ([(5, "PC401")] if reported else [])

@@ -8,7 +8,7 @@ import re
 from promptlint.lint.analysis import arguments, loops
 from promptlint.lint.analysis.values import (EMPTY, LOCATED, appended, certain, chosen, clip, ClassInfo, FunctionRef, Taint, Val, default_used, fixed,
                                              frozen_ok, merge, narrowed, read_at, user_words)
-from promptlint.lint.analysis.rendered import constant_text, names_placeholder, placeholder_step, rendered_callables
+from promptlint.lint.analysis.rendered import rendered_callables, stuffed, substitute
 from promptlint.lint.analysis.sinks import (REQUEST_METHODS, asks_model, before_history, entry_node, posts_request, role_of,
                                             system_side, system_text)
 from promptlint.lint.diagnostic import Fix
@@ -106,6 +106,8 @@ class Calls:
         call_origin = f"{origin}()" if origin else None
         # A call (not a constructor) of a known sink sends what it is given: `llm.ask(system=...)`.
         callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if callee == "create_stuff_documents_chain":
+            stuffed(self, node, args, kwargs)
         if callee in _TEMPLATE_METHODS:  # `.format(history=chat_history)`: the conversation rendered whole
             for kw in node.keywords:
                 if kw.arg in kwargs and (grown := self.conversation_rendered(kw.value) or self.conversation_rendered(kw.value, kw.arg)):
@@ -236,7 +238,7 @@ class Calls:
             self._mutate(node, recv_val, method, args, kwargs)
             return Val(node=node)
         if method in _TEMPLATE_METHODS and recv_val.template is not None:
-            return self._substitute(node, recv_val, args, kwargs, arg_taints)
+            return substitute(self, node, recv_val, args, kwargs)
         if method == "copy" or method == "model_copy":
             return recv_val
         if method == "get" and args:
@@ -389,40 +391,6 @@ class Calls:
         if keys is not None and method == "update" and args and args[0].keys is not None:
             keys = {**keys, **args[0].keys}
         self._update_container(node.func.value, Val(new, origin=recv.origin, items=items, keys=keys, node=recv.node, template=recv.template))
-
-    def _substitute(self, node: ast.Call, template_val: Val, args, kwargs, arg_taints) -> Val:
-        """``tmpl.format(date=now())``: report volatile substitutions at the template line."""
-        where = template_val.template
-        out = list(template_val.taints)
-        text_lines = self.m.project.template_lines(where.path) if self.m.project and where.path != self.m.path else None
-        # A template constant of another module (`from .prompts import PROMPTS`) is read there.
-        owner = self.m.project.analysis(where.path) or self.m if text_lines is None and where.path != self.m.path and (
-            self.m.project is not None) else self.m
-        named = list(kwargs.items())
-        for a in args:
-            named += list(a.keys.items()) if a.keys is not None else [(None, a)]
-        if text_lines is not None:
-            known = "\n".join(text_lines)
-        else:
-            known, pieces = constant_text(owner, where)
-            if pieces is not None:  # joined from pieces: all of their lines
-                known = "\n".join(pieces[where.line - 1:])
-        for name, val in named:
-            if name is not None and known is not None and not names_placeholder(known, name, text_lines is not None):
-                continue  # the template never names this variable: the value goes nowhere
-            for t in val.taints:
-                report = t.report_at
-                if name is not None and t.param < 0 and owner is self.m:
-                    report = placeholder_step(owner, where, name, text_lines) or report
-                step = self.m.step(node, f"substituted into template{f' as `{name}`' if name else ''}")
-                t = t._replace(steps=t.steps + (step,) + ((report,) if report and report is not t.report_at else ()), report_at=report)
-                # (a constant of another module: its text says which names reach it, reported here)
-                unknown_text = owner is not self.m or text_lines is None and (where.line, where.column) not in owner.template_texts
-                if template_val.sink_layer is not None and name is not None and (report is not None or unknown_text):
-                    self._report(t, node, template_val.sink_layer, "value")
-                else:
-                    out.append(t)
-        return Val(merge(out), node=node)
 
     def _construct(self, node: ast.Call, info: ClassInfo, args, kwargs) -> Val:
         found = self._class_info(info.qualname)

@@ -19,8 +19,8 @@ from __future__ import annotations
 import ast
 import re
 
-from promptlint.lint.analysis.values import Taint, Val, clip
-from promptlint.lint.diagnostic import TraceStep
+from promptlint.lint.analysis.values import Taint, Val, clip, merge
+from promptlint.lint.diagnostic import EVERY_CALL, TraceStep
 
 
 #: A clock, id or host fact the template engine evaluates: a call or attribute of one
@@ -124,3 +124,49 @@ def placeholder_step(owner, where: TraceStep, name: str, text_lines: list[str] |
     # Columns inside a multi-line constant are relative to its own lines.
     col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + (where.column + 1 if line == where.line else 1)
     return TraceStep(where.path, line, col, f"placeholder `{{{name}}}` in template")
+
+
+def substitute(fa, node: ast.Call, template_val: Val, args, kwargs) -> Val:
+    """``tmpl.format(date=now())``: report volatile substitutions at the template line."""
+    where = template_val.template
+    out = list(template_val.taints)
+    text_lines = fa.m.project.template_lines(where.path) if fa.m.project and where.path != fa.m.path else None
+    # A template constant of another module (`from .prompts import PROMPTS`) is read there.
+    owner = fa.m.project.analysis(where.path) or fa.m if text_lines is None and where.path != fa.m.path and (
+        fa.m.project is not None) else fa.m
+    named = list(kwargs.items())
+    for a in args:
+        named += list(a.keys.items()) if a.keys is not None else [(None, a)]
+    if text_lines is not None:
+        known = "\n".join(text_lines)
+    else:
+        known, pieces = constant_text(owner, where)
+        if pieces is not None:  # joined from pieces: all of their lines
+            known = "\n".join(pieces[where.line - 1:])
+    for name, val in named:
+        if name is not None and known is not None and not names_placeholder(known, name, text_lines is not None):
+            continue  # the template never names this variable: the value goes nowhere
+        for t in val.taints:
+            report = t.report_at
+            if name is not None and t.param < 0 and owner is fa.m:
+                report = placeholder_step(owner, where, name, text_lines) or report
+            step = fa.m.step(node, f"substituted into template{f' as `{name}`' if name else ''}")
+            t = t._replace(steps=t.steps + (step,) + ((report,) if report and report is not t.report_at else ()), report_at=report)
+            # (a constant of another module: its text says which names reach it, reported here)
+            unknown_text = owner is not fa.m or text_lines is None and (where.line, where.column) not in owner.template_texts
+            if template_val.sink_layer is not None and name is not None and (report is not None or unknown_text):
+                fa._report(t, node, template_val.sink_layer, "value")
+            else:
+                out.append(t)
+    return Val(merge(out), node=node)
+
+def stuffed(fa, node: ast.Call, args: list[Val], kwargs: dict[str, Val]) -> None:
+    """LangChain's `create_stuff_documents_chain(llm, prompt)`: on every call the chain fills
+    the prompt's `{context}` with the documents retrieved for this turn's question."""
+    prompt = kwargs.get("prompt") or (args[1] if len(args) > 1 else None)
+    if prompt is None or prompt.template is None or prompt.sink_layer is None:
+        return
+    var = kwargs.get("document_variable_name")
+    name = var.const if var is not None and isinstance(var.const, str) else "context"
+    step = fa.m.step(node, f"per-turn input: the documents the chain retrieves into `{{{name}}}` {EVERY_CALL}")
+    substitute(fa, node, prompt, [], {name: Val((Taint("PC401", "volatile", (step,)),))})
