@@ -175,3 +175,24 @@ def test_names_test_says_what_the_word_regex_says(text):
 ])
 def test_names_test_reads_whole_words(text, found):
     assert names_test(NAMES).search(text) is found
+
+
+def test_a_function_of_the_same_name_offered_by_another_module_in_a_later_round_admits_its_callers(tmp_path):
+    """aideml: `backend_openai.query` carries its parameter into a sink (round one); the package's
+    own `query` dispatches to it (found in round two, the same name); `agent.py` imports the
+    package, not `backend_openai`, and is a caller of the second."""
+    from promptlint.lint.diagnostic import Settings
+    from promptlint.lint.engine import lint_paths
+
+    (tmp_path / "backend_openai.py").write_text(
+        "import openai\n\n\ndef query(system_message, user_message):\n"
+        "    return openai.OpenAI().chat.completions.create(model='m', messages=[\n"
+        "        {'role': 'system', 'content': system_message}, {'role': 'user', 'content': user_message}])\n")
+    (tmp_path / "backend.py").write_text(
+        "import backend_openai\n\n\ndef query(system_message, user_message):\n"
+        "    return backend_openai.query(system_message, user_message)\n")
+    (tmp_path / "agent.py").write_text(
+        "import uuid\n\nfrom backend import query\n\n\ndef step(task):\n"
+        "    return query(f'Run {uuid.uuid4()}', task)\n")
+    report = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1)
+    assert [(d.path.rsplit("/", 1)[-1], d.code) for d in report.diagnostics] == [("agent.py", "PC201")]
