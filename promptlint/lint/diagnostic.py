@@ -22,6 +22,10 @@ CHOOSES = "chooses the text"
 #: The end of a source's note when a framework fills the value in on every call of what was built
 #: once (a retrieval chain's documents): when the builder ran says nothing of the value's lifetime.
 EVERY_CALL = "on every call"
+#: In a source's note: the source is a parameter whose name says it carries the turn's input
+#: (`per-turn input: parameter `user_message``).
+PARAMETER = ": parameter `"
+
 
 @dataclass(frozen=True)
 class TraceStep:

@@ -362,17 +362,21 @@ def _imported_modules(text: str) -> str:
     names = set()
     for m in _IMPORT_NAMES.finditer(text):
         if m.group(1):
-            base = m.group(1).lstrip(".")
+            module, imported = _from_import(m)
+            base = module.lstrip(".")
             if base:
                 names.add(base.rsplit(".", 1)[-1])
-            for part in re.split(r"[,\s()]+", m.group(2)):
-                if part and part != "as":
-                    names.add(part)
+            names.update(imported)
         else:
             for part in re.split(r"[,\s]+", m.group(3)):
                 if part and part != "as":
                     names.add(part.rsplit(".", 1)[-1])
     return " ".join(sorted(names))
+
+
+def _from_import(m: re.Match) -> tuple[str, list[str]]:
+    """The module and the names of a ``from module import a, b as c`` that ``_IMPORT_NAMES`` matched."""
+    return m.group(1), [part for part in re.split(r"[,\s()]+", m.group(2)) if part and part != "as"]
 
 
 def _offered_names(results: dict[str, FileResult]) -> dict[str, frozenset[str]]:
@@ -404,9 +408,9 @@ def _calls_into(path: str, imported: str, offered: dict[str, frozenset[str]], re
         return frozenset()
     bases = {word for m in _CLASS_BASES.finditer(text) for word in re.findall(r"\w+", m.group(1))} & names
     if bases:
-        for m in _IMPORT_NAMES.finditer(text):  # the modules the bases come from
-            if m.group(1) and not bases.isdisjoint(re.split(r"[,\s()]+", m.group(2))):
-                names.update(imported_by_stem.get(m.group(1).rsplit(".", 1)[-1], ()))
+        for module, imported in (_from_import(m) for m in _IMPORT_NAMES.finditer(text) if m.group(1)):
+            if not bases.isdisjoint(imported):  # a module a base class comes from
+                names.update(imported_by_stem.get(module.rsplit(".", 1)[-1], ()))
     functions = frozenset().union(*(offered[n] for n in names if n in offered))
     return functions if functions and names_test(functions).search(text) else frozenset()
 
@@ -470,15 +474,15 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
         # does) and name one of its functions can pass anything into it.
         # (Every file a cache hit: the run that stored them made these rounds with the same files.)
         seen: frozenset[tuple[str, str]] = frozenset()
+        imported_by_stem: dict[str, set[str]] = {}  # (a file's imports are the same in every round)
+        for path in files if pending else ():
+            imported_by_stem.setdefault(_stem(path), set()).update(imports.get(path, "").split())
         for _ in range(20 if pending else 0):
             offered = _offered_names(results)
             pairs = frozenset((key, name) for key, names in offered.items() for name in names)
             if pairs <= seen:
                 break
             seen = pairs
-            imported_by_stem: dict[str, set[str]] = {}
-            for path in files:
-                imported_by_stem.setdefault(_stem(path), set()).update(imports.get(path, "").split())
             reaching = {stem for stem, names in imported_by_stem.items() if not names.isdisjoint(offered)}
             todo = [(p, called) for p in files if not results[p].analyzed and not results[p].diagnostics
                     for called in [_calls_into(p, imports.get(p, ""), offered, reaching, imported_by_stem, text_of)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from promptlint.lint.diagnostic import CHOOSES, Diagnostic, TraceStep
+from promptlint.lint.diagnostic import CHOOSES, PARAMETER, Diagnostic, TraceStep
 
 
 def one_per_flow(diagnostics) -> list[Diagnostic]:
@@ -62,7 +62,7 @@ def _handed_down(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     """The turn's input handed down a chain of calls (`run(user_input)` -> `encode(user_input)`),
     each function's parameter a source of its own, to one sink: one leak, from the callee
     nearest the sink, whose flow the callers' flows go on through."""
-    handed = [d for d in diagnostics if len(d.trace) > 1 and ": parameter `" in d.trace[0].note]
+    handed = [d for d in diagnostics if len(d.trace) > 1 and PARAMETER in d.trace[0].note]
     into: dict[int, Diagnostic] = {}
     for d in handed:
         steps = {(s.path, s.line, s.column) for s in d.trace[1:]}
@@ -97,7 +97,7 @@ def _one_finding(group: list[Diagnostic]) -> Diagnostic:
         return group[0]
     # Shortest trace first; on a tie, a source that is a value read or computed (a retrieval, a
     # clock) before a parameter that merely carries the turn's input.
-    ordered = sorted(group, key=lambda d: (_by_choice(d), len(d.trace), ": parameter `" in (d.trace[0].note if d.trace else ""),
+    ordered = sorted(group, key=lambda d: (_by_choice(d), len(d.trace), PARAMETER in (d.trace[0].note if d.trace else ""),
                                            d.sort_key()))
     first = ordered[0]
     related: list[TraceStep] = []

@@ -12,7 +12,7 @@ from promptlint.lint.analysis.values import (EMPTY, HISTORY, NEWEST, RUN_STATE, 
                                              system_only)
 from promptlint.lint.analysis.rendered import JINJA_CODES, JINJA_VOLATILE
 from promptlint.lint.analysis.sinks import role_of, system_side
-from promptlint.lint.diagnostic import Fix, TraceStep
+from promptlint.lint.diagnostic import PARAMETER, Fix, TraceStep
 from promptlint.lint.run_state import graph_node, state_key
 from promptlint.lint.guards import picks_system, set_test
 
@@ -59,7 +59,7 @@ def _message_part(name: str) -> str | None:
 
 def _turn_param(t: Taint) -> bool:
     """A per-turn parameter itself (``user_input``), before anything was read from it."""
-    return t.code == "PC401" and len(t.steps) == 1 and ": parameter `" in t.steps[0].note
+    return t.code == "PC401" and len(t.steps) == 1 and PARAMETER in t.steps[0].note
 
 
 class Expressions:

@@ -308,11 +308,16 @@ def _appended_later(func: ast.AST, singles: list, stores: Counter) -> frozenset[
         return frozenset()
     appended = {id(n.args[0]) for n in descendants(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                 and n.func.attr == "append" and len(n.args) == 1 and isinstance(n.args[0], ast.Name)}
+    return frozenset(dicts[name] for name, ids in _reads(func, dicts).items() if all(i in appended for i in ids))
+
+
+def _reads(func: ast.AST, names) -> dict[str, list[int]]:
+    """The ids of the places ``func`` reads each of ``names``."""
     reads: dict[str, list[int]] = {}
     for n in descendants(func):
-        if isinstance(n, ast.Name) and n.id in dicts and isinstance(n.ctx, ast.Load):
+        if isinstance(n, ast.Name) and n.id in names and isinstance(n.ctx, ast.Load):
             reads.setdefault(n.id, []).append(id(n))
-    return frozenset(dicts[name] for name, ids in reads.items() if all(i in appended for i in ids))
+    return reads
 
 
 def _lone_messages(func: ast.AST, stores: Counter) -> frozenset[int]:
@@ -341,10 +346,7 @@ def _lone_messages(func: ast.AST, stores: Counter) -> frozenset[int]:
         grown |= {id(n.value) for n in descendants(func) if isinstance(n, ast.Subscript)}  # (`messages[-1]` reads one)
         loop_bodies = [{id(sub) for stmt in n.body for sub in descendants(stmt)}
                        for n in descendants(func) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))]
-        reads = {}
-        for n in descendants(func):
-            if isinstance(n, ast.Name) and (n.id in named or n.id in runs) and isinstance(n.ctx, ast.Load):
-                reads.setdefault(n.id, []).append(id(n))
+        reads = _reads(func, named.keys() | runs.keys())
         lone.update(named[name] for name, ids in reads.items() if name in named and all(i in passed for i in ids))
         # (sent or grown in a loop that does not make it afresh: an agent loop, not a loop over
         # tasks; what it sends may be text rendered from it, `tokenizer.apply_chat_template`)

@@ -160,6 +160,7 @@ def substitute(fa, node: ast.Call, template_val: Val, args, kwargs) -> Val:
                 out.append(t)
     return Val(merge(out), node=node)
 
+
 def stuffed(fa, node: ast.Call, args: list[Val], kwargs: dict[str, Val]) -> None:
     """LangChain's `create_stuff_documents_chain(llm, prompt)`: on every call the chain fills
     the prompt's `{context}` with the documents retrieved for this turn's question."""

@@ -9,7 +9,7 @@ from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, is_system_message, system_side
 from promptlint.lint.analysis.values import (NEWEST, RUN_STATE, FunctionRef, Summary, Taint, Val, common_fields, frozen_ok,
                                              as_fallback, chosen, join, key_of, merge, system_only, user_words)
-from promptlint.lint.diagnostic import CHOOSES
+from promptlint.lint.diagnostic import CHOOSES, PARAMETER
 from promptlint.lint.guards import (accumulates, callee_name, descendants, ends_pass, first_pass, picks_system, returns_when_set, role_names,
                                     role_test, selects, unset_test)
 from promptlint.lint.run_state import state_key, state_receiver
@@ -78,7 +78,7 @@ class Statements:
             taints = [Taint("", "volatile", (), param=i), Taint("", "unordered", (), param=i)]
             spec = self.m.catalog.source_params.get(a.arg)
             if spec is not None:
-                taint = Taint(spec.code, spec.label, (self.m.step(a, f"{spec.note}: parameter `{a.arg}`"),))
+                taint = Taint(spec.code, spec.label, (self.m.step(a, f"{spec.note}{PARAMETER}{a.arg}`"),))
                 if _object_annotation(a.annotation):
                     # `user_input: ConversationInput`: its `.text` is this turn's words; the object
                     # itself (device, language, conversation id) is not.
@@ -206,8 +206,7 @@ class Statements:
             val = val.with_taints(merge(val.taints, *self.loop_unordered))
         if self.control and isinstance(node.value, ast.Constant) and isinstance(node.value.value, bool):
             # `if k in phrase: return True`: a predicate of this turn's words
-            val = val.with_taints(merge(val.taints, [t for group in self.control for t in group
-                                                     if not t.code.startswith("PC1")]))
+            val = val.with_taints(merge(val.taints, self._chosen(clocks=False)))
         if self.passes:  # what a loop has built so far is returned once, not per pass
             val = val.keep_deep(lambda t: not loops.mine(self.passes, t))
         if self.graph_node:
@@ -278,6 +277,10 @@ class Statements:
         picks = not dispatch and selects(node)
         return tuple(t.then(step) for t in test.taints if t.code.startswith("PC1") and t.param < 0 and not chosen(t)
                      or picks and (user_words(t) or t.param >= 0 and t.label == "volatile" and not t.code))
+
+    def _chosen(self, clocks: bool) -> list[Taint]:
+        """What the enclosing tests choose text by (``chosen_by``), with or without their clocks."""
+        return [t for group in self.control for t in group if clocks or not t.code.startswith("PC1")]
 
     def _loop(self, iter_val: Val, target, body, orelse, node) -> None:
         unordered = tuple(t for t in iter_val.taints if t.label == "unordered")
@@ -406,13 +409,13 @@ class Statements:
             # `if self.agent_id_ is None: self.agent_id_ = str(uuid4())`: set once, then reused
             # (and so is each message of a list stored there).
             val = val.keep_deep(frozen_ok)
-        chosen = [t for group in self.control for t in group]
-        if chosen and not _chosen_text(stmt, val):
-            # Text added under a test on this turn's words (a lorebook's entries, skills) follows
-            # them; a clock test only times what it lets in (`if hour < 12: system += note`).
-            chosen = [t for t in chosen if not t.code.startswith("PC1")] if accumulates(stmt) else []
-        if chosen:
-            val = val.with_taints(merge(val.taints, chosen))
+        if self.control:
+            # Text a test picks follows it; text added under a test on this turn's words (a
+            # lorebook's entries, skills) too, while a clock test only times what it lets in
+            # (`if hour < 12: system += note`).
+            picked = _chosen_text(stmt, val)
+            if picked or accumulates(stmt):
+                val = val.with_taints(merge(val.taints, self._chosen(clocks=picked)))
         if self.role_branch and any(t.param >= 0 for t in val.taints):
             # `if msgs[0]["role"] == "system": instructions = msgs[0]["content"]`: what a parameter
             # gives here is its system message only, as for a sink inside the dispatch.

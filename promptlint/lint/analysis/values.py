@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from promptlint.lint.diagnostic import CHOOSES, Fix, TraceStep
+from promptlint.lint.diagnostic import CHOOSES, PARAMETER, Fix, TraceStep
 
 #: The origin of a framework's run context inside an instructions function (run_state.py).
 RUN_STATE = "~run-state"
@@ -85,7 +85,7 @@ def chosen(t: "Taint") -> bool:
 def user_words(t: "Taint") -> bool:
     """This turn's words themselves: a per-turn parameter (`user_message`) or the newest message."""
     return t.code == "PC401" and t.param < 0 and bool(t.steps) and (
-        ": parameter `" in t.steps[0].note or "newest message" in t.steps[0].note)
+        PARAMETER in t.steps[0].note or "newest message" in t.steps[0].note)
 
 
 class Val:
@@ -152,33 +152,35 @@ def _join_items(a: list | None, b: list | None) -> list | None:
     short, long = (a, b) if len(a) <= len(b) else (b, a)
     if not all(x is y for x, y in zip(short, long)):
         return b or a  # two different lists: the structure of either
-    joined = Items(long)
-    joined.history = getattr(long, "history", frozenset())
-    joined.maybe = (frozenset(range(len(short), len(long))) - joined.history) | getattr(short, "maybe", frozenset()) | getattr(
-        long, "maybe", frozenset())
-    return joined
+    history = _places(long, "history")
+    maybe = (frozenset(range(len(short), len(long))) - history) | _places(short, "maybe") | _places(long, "maybe")
+    return _items(long, maybe, history)
+
+
+def _places(items: list, kind: str) -> frozenset[int]:
+    return getattr(items, kind, frozenset())
+
+
+def _items(new: list, maybe: frozenset[int], history: frozenset[int]) -> list:
+    out = Items(new)
+    out.maybe, out.history = maybe, history
+    return out
 
 
 def _like(items: list, new: list) -> list:
     """``new``, item for item in place of ``items``, with what is known of its places."""
-    if not isinstance(items, Items):
-        return new
-    out = Items(new)
-    out.maybe, out.history = items.maybe, items.history
-    return out
+    return _items(new, items.maybe, items.history) if isinstance(items, Items) else new
 
 
 def appended(items: list, new: list, history: bool = False) -> list:
     """``items`` with ``new`` added at its end, keeping which places may be empty."""
-    out = Items(items + new)
-    out.maybe = getattr(items, "maybe", frozenset())
-    out.history = getattr(items, "history", frozenset()) | (frozenset(range(len(items), len(out))) if history else frozenset())
-    return out
+    added = frozenset(range(len(items), len(items) + len(new))) if history else frozenset()
+    return _items(items + new, _places(items, "maybe"), _places(items, "history") | added)
 
 
 def certain(items: list) -> list:
     """The items that are there on every path."""
-    maybe = getattr(items, "maybe", frozenset())
+    maybe = _places(items, "maybe")
     return [item for place, item in enumerate(items) if place not in maybe] if maybe else items
 
 
