@@ -69,6 +69,7 @@ class _Def:
     name: str | None  # None: a lambda (called whenever its holder calls it)
     decorated: bool
     required: int  # parameters without a default (besides self/cls): an entry point takes none
+    method: bool = False  # defined in a class: referred to as an attribute (`self.context.system(...)`)
 
 
 @dataclass(frozen=True)
@@ -79,13 +80,13 @@ class _Ref:
     opens: bool = False  # made before the loop that reads the user's next message: once per conversation
 
 
-def _def_of(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> _Def:
+def _def_of(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, method: bool = False) -> _Def:
     decorators = getattr(node, "decorator_list", [])
     plain = all(isinstance(d, ast.Name) and d.id in _PLAIN_DECORATORS for d in decorators)
     args = node.args
     positional = [a.arg for a in [*args.posonlyargs, *args.args]][:len(args.posonlyargs) + len(args.args) - len(args.defaults)]
     required = len([a for a in positional if a not in ("self", "cls")]) + sum(d is None for d in args.kw_defaults)
-    return _Def(getattr(node, "name", None), not plain, required)
+    return _Def(getattr(node, "name", None), not plain, required, method)
 
 
 def _locate(tree: ast.AST, line: int, talks: bool = False) -> tuple[_Def | None, bool, bool, bool]:
@@ -103,7 +104,7 @@ def _locate(tree: ast.AST, line: int, talks: bool = False) -> tuple[_Def | None,
         else:
             return func, loop, guarded, talks and holder is not None and not loop and _talks_after(holder, line)
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            func, loop, guarded, holder = _def_of(child), False, False, child
+            func, loop, guarded, holder = _def_of(child, isinstance(node, ast.ClassDef)), False, False, child
         elif isinstance(child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.While)) or (
                 isinstance(child, (ast.For, ast.AsyncFor)) and line > child.lineno):
             loop = True
@@ -126,17 +127,41 @@ def _talks_after(func: ast.AST, line: int) -> bool:
     return any(start > line for start in starts)
 
 
-def _mentions_in(text: str, name: str):
-    """(line, is a call) of each mention of ``name`` that is not its definition or an import."""
+def _mentions_in(text: str, name: str, method: bool = False):
+    """(line, is a call) of each mention of ``name`` that is not its definition or an import; of a
+    method, each mention as an attribute of something other than an imported module (`platform.system()`
+    is not `Context.system`)."""
     for match in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text):
         line_start = text.rfind("\n", 0, match.start()) + 1
         head = text[line_start:match.start()].lstrip()
+        if method and not (head.endswith(".") and not _module_attribute(text, head)):
+            continue
         if head.startswith(("def ", "async def ", "from ", "import ", "#")) or head.endswith(("def ", "class ")):
             continue  # its definition, an import, a comment
-        call = text[match.end():match.end() + 40].lstrip(" \t").startswith("(")
+        after = text[match.end():match.end() + 40].lstrip(" \t")
+        if after.startswith("=") and not after.startswith("=="):
+            continue  # a variable of the same name being set (`system = platform.system()`)
+        call = after.startswith("(")
         if not call and (head.count('"') % 2 or head.count("'") % 2):
             continue  # a word in a string (a call in an f-string still counts)
         yield text.count("\n", 0, match.start()) + 1, call
+
+
+def _module_attribute(text: str, head: str) -> bool:
+    """Whether ``head`` (a line up to a mention) ends with an imported module's name and a dot."""
+    receiver = re.search(r"(?<![\w.])(\w+)\.$", head)
+    return receiver is not None and re.search(
+        rf"^[ \t]*import[ \t]+(?:[\w.]+[ \t]+as[ \t]+)?{receiver.group(1)}[ \t]*(?:#.*)?$", text, re.M) is not None
+
+
+def _prose_lines(tree: ast.AST) -> set[int]:
+    """The lines of a tree's docstrings and other bare strings: a name there is prose, not a call."""
+    found = getattr(tree, "_promptlint_prose", None)
+    if found is None:
+        found = tree._promptlint_prose = {
+            line for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+            and isinstance(n.value.value, str) for line in range(n.lineno, (n.end_lineno or n.lineno) + 1)}
+    return found
 
 
 class Lifetimes:
@@ -147,7 +172,7 @@ class Lifetimes:
         self._read = read  # path -> text or None
         self._texts: dict[str, str] | None = None
         self._trees: dict[str, ast.AST | None] = {}
-        self._once: dict[str, bool] = {}
+        self._once: dict[tuple[str, bool], bool] = {}
 
     def computed_once(self, d) -> bool:
         """True when ``d``'s source runs in a function every caller runs once, outside its loops."""
@@ -188,24 +213,27 @@ class Lifetimes:
             return True  # an entry point, even wrapped (`@click.command()`, `@trace()`)
         if func.decorated:
             return False  # registered with a framework: a route, a tool, a handler
-        if name in self._once:
-            return self._once[name]  # (references are looked up by name: every def of it shares them)
+        key = (name, func.method)
+        if key in self._once:
+            return self._once[key]  # (references are looked up by name: every def of it shares them)
         if depth >= MAX_DEPTH:
             return False
-        self._once[name] = False  # a cycle proves nothing
-        refs = self._references(name)
+        self._once[key] = False  # a cycle proves nothing
+        # (A call from inside a function of the same name, its own recursion or a namesake such
+        # as `platform.system()` inside `def system`, adds no caller from outside it.)
+        refs = [r for r in self._references(name, func.method) or () if r.caller is None or r.caller.name != name]
         once = bool(refs) and all(
             r.guarded or r.opens or not r.in_loop and (r.caller is None or (r.caller.name is not None and self._runs_once(r.caller, depth + 1)))
             for r in refs)
-        self._once[name] = once
+        self._once[key] = once
         return once
 
-    def _references(self, name: str) -> list[_Ref] | None:
+    def _references(self, name: str, method: bool = False) -> list[_Ref] | None:
         """Every reference to ``name`` in the linted tree, or None when it cannot be known."""
-        paths = self._mentions(name)
+        paths = self._mentions(name, method)
         if paths is None:
             return None
-        mentions = {path: list(_mentions_in(self._texts[path], name)) for path in paths}
+        mentions = {path: list(_mentions_in(self._texts[path], name, method)) for path in paths}
         if any(not call for found in mentions.values() for _, call in found):
             return None  # a mention that is no call (a callback, a registration): no need to parse
         refs: list[_Ref] = []
@@ -213,10 +241,11 @@ class Lifetimes:
             tree = self._tree(path)
             if tree is None:
                 return None
-            refs += [_Ref(*_locate(tree, line, talks=True)) for line, _ in found]
+            prose = _prose_lines(tree)
+            refs += [_Ref(*_locate(tree, line, talks=True)) for line, _ in found if line not in prose]
         return refs
 
-    def _mentions(self, name: str) -> list[str] | None:
+    def _mentions(self, name: str, method: bool = False) -> list[str] | None:
         """The files that mention ``name`` as a word; None when more than MAX_FILES do.
 
         All texts are read once into one string: `str.find` over it runs at memory speed, where a
@@ -236,10 +265,11 @@ class Lifetimes:
         match = word.search(blob)
         while match is not None:
             before = blob[match.start() - 1] if match.start() else " "
-            if before.isalnum() or before == "_":
+            file = bisect.bisect_right(self._starts, match.start()) - 1
+            if before.isalnum() or before == "_" or method and (before != "." or _module_attribute(
+                    self._texts[self._paths[file]], blob[blob.rfind("\n", 0, match.start()) + 1:match.start()])):
                 match = word.search(blob, match.end())
                 continue
-            file = bisect.bisect_right(self._starts, match.start()) - 1
             found.append(file)
             if len(found) > MAX_FILES:
                 return None

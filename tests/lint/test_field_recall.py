@@ -216,6 +216,17 @@ class Agent:
     assert [code for _, code in found(source)] == ["PC401"]
 
 
+@pytest.mark.parametrize(("looked_up", "codes"), [("ToolSelector", []), ("self.text", ["PC401"])])
+def test_a_lookup_by_type_is_no_retrieval(looked_up, codes):
+    # A UI's `self.query_one(ToolSelector)` finds a widget by its class: there is no query to match.
+    source = f'''class ChatSettings:
+    def save(self):
+        self.tools = self.query_one({looked_up}).selected
+        return ChatModel(model=self.model, system=self.system, tools=self.tools)
+'''
+    assert [code for _, code in found(source)] == codes
+
+
 def test_a_module_function_named_like_retrieval_is_not_a_source():
     assert found('''import re
 

@@ -968,3 +968,32 @@ def answer(history, query):
     return client.chat.completions.create(model="m", messages=[{{"role": "system", "content": f"Use: {{docs}}"}}, *history])
 '''
     assert bool(lint_source(text, "rag.py")) is reported
+
+
+BLOCKS_TO_A_WRAPPER = '''from datetime import datetime
+
+from myapp import llm_client
+
+PERSONA = "You are Aki."
+
+
+async def reply(message, history_text):
+    now = datetime.now().strftime("%%A %%H:%%M")
+    blocks = [
+        {"type": "text", "text": PERSONA%s},
+        {"type": "text", "text": f"Conversation so far:\\n{history_text}\\nNow: {now}"%s},
+    ]
+    return await llm_client.chat_with_system(system_prompt=blocks, user_message=message)
+'''
+BREAKPOINT = ', "cache_control": {"type": "ephemeral"}'
+
+
+@pytest.mark.parametrize("first, second, codes", [
+    (BREAKPOINT, "", []),  # the clock follows the last breakpoint: outside the cached prefix by design
+    ("", "", ["PC101"]),  # no breakpoint: the whole system prompt is the prefix
+    ("", BREAKPOINT, ["PC101"]),  # the clock inside the cached prefix
+])
+def test_content_blocks_after_the_last_breakpoint_are_not_cached_whatever_receives_them(first, second, codes):
+    # A wrapper recognised by its `system_prompt=` name honours the blocks' own breakpoints, as
+    # Anthropic's `system=` does (field: a companion bot's clock in its last, unmarked block).
+    assert [d.code for d in lint_source(BLOCKS_TO_A_WRAPPER % (first, second))] == codes

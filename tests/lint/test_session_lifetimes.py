@@ -352,3 +352,56 @@ class Connection:
     finding = SimpleNamespace(code="PC101", trace=trace, sent=False)
     files = [str(clock), str(conn)]
     assert Lifetimes(files, lambda p: open(p).read()).computed_once(finding) is once
+
+
+CACHED_BUILDER = '''import platform
+from datetime import datetime
+
+from app.messages import SystemMessage
+
+
+class Context:
+    def system(self, max_steps=25):
+        text = f"Today is {datetime.now():%A %d %B %Y}. You run on {platform.system()}. At most {max_steps} steps."
+        return SystemMessage(content=text)
+'''
+CACHING_AGENT = '''from app.context import Context
+
+
+class Agent:
+    def __init__(self, llm):
+        self.llm, self.context, self.steps, self._system = llm, Context(), [], None
+
+    @property
+    def system_message(self):
+        if self._system is None:
+            self._system = self.context.system(max_steps=10)
+        return self._system
+
+    def loop(self, task):
+        for _ in range(10):
+            messages = [self.system_message, task, *self.steps]
+            self.steps.append(self.llm.invoke(messages))
+'''
+PROVIDER = '''def convert(messages):
+    out = []
+    for m in messages:
+        out.append({"role": "system", "content": m.content})  # system = the role's name, not the method
+    return out
+'''
+
+
+@pytest.mark.parametrize(("caching", "codes"), [(True, []), (False, ["PC101"])])
+def test_a_method_with_a_common_name_is_looked_up_as_an_attribute(tmp_path, caching, codes):
+    """`Context.system()` builds the system message once, behind the agent's cache. The word
+    "system" is in a dozen provider files (a role name in strings) and in `platform.system()`
+    inside the method itself: none of them is a call of the method, so its one caller decides."""
+    agent = CACHING_AGENT if caching else CACHING_AGENT.replace("if self._system is None:", "if True:")
+    files = {"app/__init__.py": "", "app/messages.py": "class SystemMessage:\n    def __init__(self, content):\n"
+             "        self.content = content\n", "app/context.py": CACHED_BUILDER, "app/agent.py": agent,
+             **{f"app/providers/p{i}.py": PROVIDER for i in range(14)}}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    report = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1)
+    assert [d.code for d in report.diagnostics] == codes

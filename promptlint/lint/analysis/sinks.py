@@ -32,6 +32,16 @@ REQUEST_METHODS = {"create", "stream", "parse", "generate_content", "generate_co
                    "acompletion", "invoke", "ainvoke", "send_message", "count_tokens", "chat", "achat"}
 
 
+def last_breakpoint(val: Val) -> int | None:
+    """The position of the last block marked ``cache_control`` in a list of content blocks
+    (``system=[{..., "cache_control": ...}, {"text": now}]``), whatever receives the list: the
+    cached prefix ends there (reference/providers.md), so what follows may change per request."""
+    if val.items is None:
+        return None
+    marked = [i for i, b in enumerate(val.items) if b.keys is not None and "cache_control" in b.keys]
+    return marked[-1] if marked else None
+
+
 class Sinks:
     """Sink checks of ``FunctionAnalysis``."""
 
@@ -120,9 +130,7 @@ class Sinks:
             if val.items is None:
                 self._report_val(val, node, layer, "value")
                 return
-            marked = [i for i, b in enumerate(val.items) if b.keys is not None and "cache_control" in b.keys]
-            last = marked[-1] if marked else len(val.items) - 1
-            for block in val.items[: last + 1]:
+            for block in val.items if last_breakpoint(val) is None else [val]:  # (each block where it is written)
                 self._report_val(block, block.node or node, layer, "value")
         elif kind == "anthropic-messages":
             if val.items is None:
@@ -229,6 +237,11 @@ class Sinks:
                 self.per_call -= 1
 
     def _report_val(self, val: Val, node: ast.AST, layer: str, kind: str) -> None:
+        last = last_breakpoint(val)
+        if last is not None:  # the blocks after the last breakpoint are not cached: volatile by design
+            for block in val.items[: last + 1]:
+                self._report_val(block, block.node or node, layer, kind)
+            return
         for t in val.taints:
             self._report(t, node, layer, kind)
 
