@@ -20,6 +20,7 @@ import re
 from dataclasses import replace
 
 from promptlint.lint.diagnostic import Diagnostic, TraceStep
+from promptlint.lint.lifetimes import runs_once
 
 #: Receivers that hold a run's state: the object a framework carries from turn to turn.
 _STATE_WORDS = re.compile(r"state|context|ctx|deps|session", re.IGNORECASE)
@@ -58,6 +59,12 @@ def state_key(node: ast.AST) -> str | None:
     return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
 
 
+def state_object(receiver: ast.AST) -> bool:
+    """``self.state`` / ``self.shared_state``: an object an agent keeps its run's state in."""
+    return (isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name)
+            and receiver.value.id == "self" and receiver.attr.lower().endswith("state"))
+
+
 def state_receiver(text: str) -> bool:
     """Whether a receiver's text names a run's state or context."""
     return _STATE_WORDS.search(text) is not None
@@ -78,13 +85,46 @@ def _candidate_lines(text: str) -> list[tuple[int, int]]:
 
 
 def _writes(text: str):
-    """(receiver, field, offset) of each write through a state or context receiver."""
+    """(receiver, field, offset) of each write through a state or context receiver, outside the
+    functions that run once (`__init__`, set-up paths): a field set when the state is made is
+    the same on every turn."""
     for start, end in _candidate_lines(text):
         for pattern in _WRITES:
             match = pattern.match(text, start, end)
             if match is not None and _STATE_WORDS.search(match.group(1)):
-                yield match.group(1), match.group(2), match.start(1)
+                if not _sets_up(_enclosing_def(text, start)):
+                    yield match.group(1), match.group(2), match.start(1)
                 break
+
+
+#: Functions that fill a state afresh (a saved scene loaded, a run started): what they write is
+#: there from the first turn on, like what ``__init__`` writes.
+_FILLS = re.compile(r"_*(?:load|restore|start|from|reset)(?:_|$)")
+
+
+def _sets_up(name: str) -> bool:
+    return runs_once(name) or _FILLS.match(name) is not None
+
+
+_DEF = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)")
+
+
+def _enclosing_def(text: str, start: int) -> str:
+    """The name of the function whose body holds the line at ``start`` ("" at module level)."""
+    indent = len(text[start:]) - len(text[start:].lstrip(" \t"))
+    while start > 0 and indent > 0:
+        start = text.rfind("\n", 0, start - 1) + 1
+        line = text[start:text.find("\n", start)]
+        stripped = line.lstrip(" \t")
+        if not stripped or stripped.startswith("#"):
+            continue
+        own = len(line) - len(stripped)
+        if own < indent:
+            found = _DEF.match(line)
+            if found is not None:
+                return found.group(1)
+            indent = own
+    return ""
 
 
 def writes_state(text: str) -> bool:
@@ -96,10 +136,12 @@ def written_fields(text: str) -> dict[str, list]:
     """Fields written through a state or context receiver: name -> [line, column] of the first.
     (The analysis adds the rule code of a real source written there: [line, column, code].)"""
     found: dict[str, list] = {}
-    for _, name, offset in _writes(text):
-        if name not in found:
-            line_start = text.rfind("\n", 0, offset) + 1
-            found[name] = [text.count("\n", 0, offset) + 1, offset - line_start + 1]
+    for receiver, name, offset in _writes(text):
+        line_start = text.rfind("\n", 0, offset) + 1
+        holder = receiver.rstrip(".").split(".")
+        # A state object's field also by its holder (`shared_state.app_card`): what its reader needs.
+        for key in (name, *([f"{holder[1]}.{name}"] if len(holder) == 2 and holder[0] == "self" else ())):
+            found.setdefault(key, [text.count("\n", 0, offset) + 1, offset - line_start + 1])
     return found
 
 
@@ -121,6 +163,8 @@ def resolve(diagnostics, writes: dict[str, dict[str, list]], docs: dict) -> list
             continue
         by_code: dict[str, list[tuple]] = {}
         for path, line, column, *code in by_name.get(d.needs, ()):
+            if not code and "." in d.needs:  # (the family the analysis found for the plain field there)
+                code = next((c for p, ln, _, *c in by_name.get(d.needs.rsplit(".", 1)[1], ()) if (p, ln) == (path, line)), [])
             by_code.setdefault(code[0] if code and code[0] in docs else d.code, []).append((path, line, column))
         for code, found in sorted(by_code.items()):
             path, line, column = min(found, key=lambda w: (w[0] != d.path, w))

@@ -299,3 +299,46 @@ def summarize(state, config):
 '''
     [found] = lint_source(source)
     assert found.code == "PC401" and found.trace[0].line == 15  # the rewrite, not the hand-back
+
+
+STATE_OBJECT = '''from openai import OpenAI
+
+client = OpenAI()
+
+
+class SharedState:
+    def __init__(self):
+        self.app_card = ""
+        self.goal = ""
+
+
+class Manager:
+    def __init__(self, goal, cards):
+        self.shared_state = SharedState()
+        self.shared_state.goal = goal
+        self.cards = cards
+
+    def %s(self, screen):
+        self.%s.app_card = self.cards.load(screen["package"])
+
+    def build_system_prompt(self):
+        return f"You drive a phone. Goal: {self.shared_state.goal}\\nApp guide:\\n{self.shared_state.app_card}"
+
+    def step(self, screen, history):
+        self.prepare(screen)
+        messages = [{"role": "system", "content": self.build_system_prompt()}, *history]
+        return client.chat.completions.create(model="gpt-4.1", messages=messages)
+'''
+
+
+@pytest.mark.parametrize(("writer", "holder", "codes"), [
+    ("prepare", "shared_state", ["PC401"]),  # rewritten on each step: the app on screen picks the card
+    ("load_saved_scene", "shared_state", []),  # a saved state loaded: there from the first turn on
+    ("prepare", "shared_state_copy", []),  # another object's field of the same name
+])
+def test_a_field_of_the_agents_state_object_rewritten_while_it_runs_is_per_turn(writer, holder, codes):
+    # The goal, set in `__init__`, is the same on every turn; the app card is not.
+    found = lint_source(STATE_OBJECT % (writer, holder))
+    assert [d.code for d in found] == codes
+    if codes:
+        assert found[0].trace[0].note == "written while the conversation runs: `shared_state.app_card`"

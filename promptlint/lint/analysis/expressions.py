@@ -13,7 +13,7 @@ from promptlint.lint.analysis.values import (EMPTY, HISTORY, NEWEST, RUN_STATE, 
 from promptlint.lint.analysis.rendered import JINJA_CODES, JINJA_VOLATILE
 from promptlint.lint.analysis.sinks import role_of, system_side
 from promptlint.lint.diagnostic import PARAMETER, Fix, TraceStep
-from promptlint.lint.run_state import graph_node, state_key
+from promptlint.lint.run_state import graph_node, state_key, state_object
 from promptlint.lint.guards import picks_system, set_test
 
 _BUILTINS = frozenset(dir(builtins))
@@ -298,8 +298,9 @@ class Expressions:
                 # (called directly with a dict, it reads the caller's: `_build_messages(state)`)
                 given = read_at(tuple(t for t in base.taints if t.param >= 0), (name,))
                 return Val(merge(self._run_state_read(name, node, "graph state read on each node run").taints, given), node=node)
-        if spec is None:
-            return None
+        if spec is None:  # (`self.shared_state.app_card`: kept if the tree writes it while it runs, run_state.py)
+            return self._run_state_read(f"{receiver.attr}.{name}", node, "state object read on each call", self.m.snippet(node)) if (
+                state_object(receiver) and not self.frozen) else None
         step = self.m.step(node, f"{spec.note}: {what} `{name}`")
         return Val(merge((Taint(spec.code, spec.label, (step,)),), base.taints), origin=f"state.{name}", node=node)
 
@@ -339,7 +340,7 @@ class Expressions:
         """A field of the run context an instructions function was handed (or of the session state
         a framework fills in): a leak when the conversation writes it (run_state.py decides,
         project-wide). The history is not run state."""
-        if self.m.catalog.source_newest_of.match(name):
+        if self.m.catalog.source_newest_of.match(name.rsplit(".", 1)[-1]):
             return Val(origin=RUN_STATE, node=node)
         step = self.m.step(node, f"{how}: `{shown or name}`")
         return Val((Taint("PC401", "volatile", (step,), needs=name),), origin=RUN_STATE, node=node)
