@@ -144,6 +144,8 @@ def _mentions_in(text: str, name: str, method: bool = False):
         call = after.startswith("(")
         if not call and (head.count('"') % 2 or head.count("'") % 2):
             continue  # a word in a string (a call in an f-string still counts)
+        if (text.count('"""', 0, match.start()) % 2 or text.count("'''", 0, match.start()) % 2) and '"""' not in head:
+            continue  # in a docstring or another long string (`backend.inject(messages)` in prose)
         yield text.count("\n", 0, match.start()) + 1, call
 
 
@@ -152,16 +154,6 @@ def _module_attribute(text: str, head: str) -> bool:
     receiver = re.search(r"(?<![\w.])(\w+)\.$", head)
     return receiver is not None and re.search(
         rf"^[ \t]*import[ \t]+(?:[\w.]+[ \t]+as[ \t]+)?{receiver.group(1)}[ \t]*(?:#.*)?$", text, re.M) is not None
-
-
-def _prose_lines(tree: ast.AST) -> set[int]:
-    """The lines of a tree's docstrings and other bare strings: a name there is prose, not a call."""
-    found = getattr(tree, "_promptlint_prose", None)
-    if found is None:
-        found = tree._promptlint_prose = {
-            line for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
-            and isinstance(n.value.value, str) for line in range(n.lineno, (n.end_lineno or n.lineno) + 1)}
-    return found
 
 
 class Lifetimes:
@@ -241,8 +233,7 @@ class Lifetimes:
             tree = self._tree(path)
             if tree is None:
                 return None
-            prose = _prose_lines(tree)
-            refs += [_Ref(*_locate(tree, line, talks=True)) for line, _ in found if line not in prose]
+            refs += [_Ref(*_locate(tree, line, talks=True)) for line, _ in found]
         return refs
 
     def _mentions(self, name: str, method: bool = False) -> list[str] | None:

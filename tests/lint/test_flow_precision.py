@@ -997,3 +997,58 @@ def test_content_blocks_after_the_last_breakpoint_are_not_cached_whatever_receiv
     # A wrapper recognised by its `system_prompt=` name honours the blocks' own breakpoints, as
     # Anthropic's `system=` does (field: a companion bot's clock in its last, unmarked block).
     assert [d.code for d in lint_source(BLOCKS_TO_A_WRAPPER % (first, second))] == codes
+
+
+ROLE_CONVERTER = '''from litellm import completion
+
+from app.models import SystemMessage, UserMessage
+
+
+def to_litellm_messages(messages):
+    out = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            out.append({"role": "user", "content": message.content})
+        elif isinstance(message, SystemMessage):
+            out.append({"role": "system", "content": message.content})
+    return out
+
+
+def generate(model, messages):
+    return completion(model=model, messages=to_litellm_messages(messages))
+'''
+JUDGE = '''from app.llm import generate
+from app.models import SystemMessage, UserMessage
+
+RULES = "You are a strict judge."
+
+
+def review(history):
+    conversation = "\\\\n".join(f"{m['role']}: {m['content']}" for m in history)
+    messages = [SystemMessage(role="system", content=%s), UserMessage(role="user", content=%s)]
+    return generate(model="gpt-4.1", messages=messages)
+'''
+MODELS = '''from pydantic import BaseModel
+
+
+class SystemMessage(BaseModel):
+    role: str = "system"
+    content: str
+
+
+class UserMessage(BaseModel):
+    role: str = "user"
+    content: str
+'''
+
+
+@pytest.mark.parametrize(("system", "user", "codes"), [
+    ("RULES", "conversation", []),  # the transcript is the user's message: the converter's system branch never sees it
+    ("RULES + conversation", '"Judge it."', ["PC401"]),
+])
+def test_a_converter_that_dispatches_on_the_message_class_keeps_each_message_in_its_role(tmp_path, system, user, codes):
+    # A loop over a parameter's messages, `elif isinstance(message, SystemMessage):`, passes on
+    # the caller's system messages only (field: an LLM judge's transcript in its user message).
+    found, _ = lint_tree(tmp_path, {"app/__init__.py": "", "app/models.py": MODELS, "app/llm.py": ROLE_CONVERTER,
+                                    "app/judge.py": JUDGE % (system, user)})
+    assert [code for _, _, code in found] == codes

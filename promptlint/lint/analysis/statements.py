@@ -236,10 +236,12 @@ class Statements:
         # system messages only; its `else:` (or what follows a `continue`) the others.
         picked = [(name, loop) for name, loop in self.loop_targets
                   if any(picks_system(node.test, n) for n in role_names(loop, name))] if dispatch else []
-        if picked:
-            for target, element, loop in self.role_elements:
-                if any(target.id == name for name, _ in picked):
-                    self.assign(target, element, loop)
+        for target, element, loop in self.role_elements if picked else ():
+            if any(target.id == name for name, _ in picked):
+                self.assign(target, element, loop)
+        for name, _ in picked:  # a parameter's element: only the caller's system messages come in here
+            if name in self.env and not any(t.id == name for t, _, _ in self.role_elements):
+                self.env[name] = self.env[name].with_taints(system_only(self.env[name].taints))
         lazy = unset_test(node.test)
         self.lazy.append(lazy)
         first = first_pass(node)
