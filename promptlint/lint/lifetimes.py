@@ -127,14 +127,14 @@ def _talks_after(func: ast.AST, line: int) -> bool:
     return any(start > line for start in starts)
 
 
-def _mentions_in(text: str, name: str, method: bool = False):
+def _mentions_in(text: str, name: str, method: bool = False, modules: frozenset[str] = frozenset()):
     """(line, is a call) of each mention of ``name`` that is not its definition or an import; of a
-    method, each mention as an attribute of something other than an imported module (`platform.system()`
-    is not `Context.system`)."""
+    method, each mention as an attribute of something other than one of the ``modules`` the file
+    imports (`platform.system()` is not `Context.system`)."""
     for match in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text):
         line_start = text.rfind("\n", 0, match.start()) + 1
         head = text[line_start:match.start()].lstrip()
-        if method and not (head.endswith(".") and not _module_attribute(text, head)):
+        if method and not (head.endswith(".") and not _module_attribute(head, modules)):
             continue
         if head.startswith(("def ", "async def ", "from ", "import ", "#")) or head.endswith(("def ", "class ")):
             continue  # its definition, an import, a comment
@@ -149,11 +149,13 @@ def _mentions_in(text: str, name: str, method: bool = False):
         yield text.count("\n", 0, match.start()) + 1, call
 
 
-def _module_attribute(text: str, head: str) -> bool:
-    """Whether ``head`` (a line up to a mention) ends with an imported module's name and a dot."""
+def _module_attribute(head: str, modules: frozenset[str]) -> bool:
+    """Whether ``head`` (a line up to a mention) ends with one of ``modules`` and a dot."""
     receiver = re.search(r"(?<![\w.])(\w+)\.$", head)
-    return receiver is not None and re.search(
-        rf"^[ \t]*import[ \t]+(?:[\w.]+[ \t]+as[ \t]+)?{receiver.group(1)}[ \t]*(?:#.*)?$", text, re.M) is not None
+    return receiver is not None and receiver.group(1) in modules
+
+
+_IMPORT = re.compile(r"^[ \t]*import[ \t]+(?:[\w.]+[ \t]+as[ \t]+)?(\w+)[ \t]*(?:#.*)?$", re.M)
 
 
 class Lifetimes:
@@ -165,6 +167,7 @@ class Lifetimes:
         self._texts: dict[str, str] | None = None
         self._trees: dict[str, ast.AST | None] = {}
         self._once: dict[tuple[str, bool], bool] = {}
+        self._modules: dict[str, frozenset[str]] = {}  # path -> the module names its `import` lines bind
 
     def computed_once(self, d) -> bool:
         """True when ``d``'s source runs in a function every caller runs once, outside its loops."""
@@ -225,7 +228,7 @@ class Lifetimes:
         paths = self._mentions(name, method)
         if paths is None:
             return None
-        mentions = {path: list(_mentions_in(self._texts[path], name, method)) for path in paths}
+        mentions = {path: list(_mentions_in(self._texts[path], name, method, self._modules_of(path))) for path in paths}
         if any(not call for found in mentions.values() for _, call in found):
             return None  # a mention that is no call (a callback, a registration): no need to parse
         refs: list[_Ref] = []
@@ -256,10 +259,13 @@ class Lifetimes:
         match = word.search(blob)
         while match is not None:
             before = blob[match.start() - 1] if match.start() else " "
-            file = bisect.bisect_right(self._starts, match.start()) - 1
-            if before.isalnum() or before == "_" or method and (before != "." or _module_attribute(
-                    self._texts[self._paths[file]], blob[blob.rfind("\n", 0, match.start()) + 1:match.start()])):
+            if before.isalnum() or before == "_":
                 match = word.search(blob, match.end())
+                continue
+            file = bisect.bisect_right(self._starts, match.start()) - 1
+            if method and (before != "." or _module_attribute(
+                    blob[blob.rfind("\n", 0, match.start()) + 1:match.start()], self._modules_of(self._paths[file]))):
+                match = word.search(blob, match.end())  # (not the method: a word, or a module's function)
                 continue
             found.append(file)
             if len(found) > MAX_FILES:
@@ -268,6 +274,11 @@ class Lifetimes:
                 break
             match = word.search(blob, self._starts[file + 1])  # the next file
         return [self._paths[f] for f in found]
+
+    def _modules_of(self, path: str) -> frozenset[str]:
+        if path not in self._modules:
+            self._modules[path] = frozenset(_IMPORT.findall(self._texts[path]))
+        return self._modules[path]
 
     def _tree(self, path: str) -> ast.AST | None:
         if path not in self._trees:

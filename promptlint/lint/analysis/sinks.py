@@ -130,7 +130,8 @@ class Sinks:
             if val.items is None:
                 self._report_val(val, node, layer, "value")
                 return
-            for block in val.items if last_breakpoint(val) is None else [val]:  # (each block where it is written)
+            last = last_breakpoint(val)
+            for block in val.items[: None if last is None else last + 1]:  # (each block where it is written)
                 self._report_val(block, block.node or node, layer, "value")
         elif kind == "anthropic-messages":
             if val.items is None:
