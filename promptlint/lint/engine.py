@@ -72,12 +72,20 @@ def read_text(path: str, max_bytes: int) -> tuple[str | None, Diagnostic | None]
     return text, None
 
 
+def _generator_template(path: str, text: str) -> bool:
+    """A project generator's template (cookiecutter's ``{{cookiecutter.project_slug}}/app.py``, a
+    file of Jinja ``{% if %}`` blocks): not Python source, so its parse failure is not PC001."""
+    return "{{" in path or "{%" in text
+
+
 def analyze_file(path: str, text: str, project, extra_names: frozenset[str] = frozenset()) -> FileResult:
     """Analyse one file fully; any failure becomes a diagnostic for this file only."""
     try:
         # A file another one called into is parsed already: its analysis is reused as it is.
         tree = None if project.is_built(path) else parse_python(text, path)
     except SyntaxError as exc:
+        if _generator_template(path, text):
+            return FileResult(analyzed=True)
         return FileResult([_meta(path, "PC001", f"{exc.msg}", exc.lineno or 1, max(exc.offset or 1, 1))], analyzed=True)
     except (ValueError, MemoryError, RecursionError) as exc:
         return FileResult([_meta(path, "PC001", str(exc) or type(exc).__name__)], analyzed=True)
@@ -508,7 +516,7 @@ def lint_paths(paths: list[str], settings: Settings, *, use_cache: bool = True, 
         for d in [_meta(folder, "PC003", f"cannot read folder ({reason}); the files in it were not linted")]
         if is_selected(d.code, d.path, settings)]
 
-    writes = {path: result.writes for path, result in results.items() if result.writes}
+    writes = {display_path(path): result.writes for path, result in results.items() if result.writes}
     docs = load_rule_docs()
     lifetimes = None
     for path in files:

@@ -77,6 +77,18 @@ def first_pass(node: ast.If) -> int:
     return found
 
 
+def first_of_loop(node: ast.If, loop: ast.AST | None) -> bool:
+    """``if messages is None: messages = build(...)`` in ``loop``, where the loop binds the name
+    nowhere else: the branch runs on the loop's first pass only (a conversation's first turn)."""
+    tested, unset = set_test(node.test)
+    if loop is None or not unset or not isinstance(tested, ast.Name):
+        return False
+    inside = {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    stores = [n for stmt in loop.body for n in ast.walk(stmt)
+              if isinstance(n, ast.Name) and n.id == tested.id and isinstance(n.ctx, ast.Store)]
+    return bool(stores) and all(id(n) in inside for n in stores)
+
+
 def _first_pass(node: ast.If) -> int:
     test = node.test
     if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.Lt, ast.LtE))

@@ -21,21 +21,30 @@ import re
 from dataclasses import dataclass
 
 from promptlint.lint.diagnostic import EVERY_CALL
-from promptlint.lint.guards import converses, descendants, first_pass, returns_when_set
+from promptlint.lint.guards import converses, descendants, first_of_loop, first_pass, returns_when_set
 from promptlint.lint.source import parse_python
 
 #: Methods that run once per object: what they compute is frozen for the object's life.
 INIT_METHODS = frozenset({"__init__", "__post_init__", "setup", "model_post_init", "__new__"})
 #: Verbs that name a one-time set-up path (``initialize_message_sequence``, ``setup_agent``,
-#: ``_init_tools``): what it computes is stored and reused. ``create_``/``build_``/``make_`` are
-#: not here: real agents rebuild their agent and prompt per request in ``create_agent``.
+#: ``_init_tools``; and the suffix of a deferred ``_complete_init``): what it computes is stored
+#: and reused. ``create_``/``build_``/``make_`` are not here: real agents rebuild their agent and
+#: prompt per request in ``create_agent``.
 SETUP_VERBS = ("init_", "initialize_", "initialise_", "setup_", "set_up_", "bootstrap_")
 #: Functions that open a conversation (``create_conversation``, ``start_session``,
-#: ``new_chat_thread``, ``new_chat``, ``reset`` of a chat object): what they compute is stored
-#: with it and reused by each of its turns. Pipecat's runner calls ``bot()`` once per session
-#: (its examples build the pipeline and its context in ``run_bot``).
+#: ``new_chat_thread``, ``new_chat``, ``reset`` of a chat object, ``reload_with_initial_messages``):
+#: what they compute is stored with it and reused by each of its turns. Pipecat's runner calls
+#: ``bot()`` once per session (its examples build the pipeline and its context in ``run_bot``).
 SESSION_START = re.compile(r"(?:create|new|start|open|begin)_(?:\w+_)?(?:session|conversation|thread|chat|dialog|dialogue)s?"
-                           r"|reset(?:_(?:\w+_)?(?:session|conversation|chat|history|dialog|dialogue))?|(?:run_)?bot")
+                           r"|reset(?:_(?:\w+_)?(?:session|conversation|chat|history|dialog|dialogue))?|reload(?:_\w+)?|(?:run_)?bot")
+
+
+def graph_node(func) -> bool:
+    """``def retrieve(state, config)``: a graph node (LangGraph's convention), run on each step of
+    each turn, whatever its name (a node named ``setup``); it reads what other nodes wrote and
+    returns the fields it updates."""
+    args = [a.arg for a in func.args.args if a.arg not in ("self", "cls")] if hasattr(func, "args") else []
+    return bool(args) and args[0] == "state"
 
 
 def runs_once(name: str) -> bool:
@@ -49,7 +58,7 @@ def set_up_path(name: str) -> bool:
     be built per request.)"""
     bare = name.lstrip("_").lower()
     return name not in INIT_METHODS and (bare in ("init", "initialize", "initialise", "bootstrap") or bare.startswith(SETUP_VERBS)
-                                         or SESSION_START.fullmatch(bare) is not None)
+                                         or bare.endswith("_init") or SESSION_START.fullmatch(bare) is not None)
 
 
 #: Entry points: a process runs them once (when they take no required argument).
@@ -70,6 +79,7 @@ class _Def:
     decorated: bool
     required: int  # parameters without a default (besides self/cls): an entry point takes none
     method: bool = False  # defined in a class: referred to as an attribute (`self.context.system(...)`)
+    node: bool = False  # a graph node: run on each step whatever its name says
 
 
 @dataclass(frozen=True)
@@ -86,7 +96,7 @@ def _def_of(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, method: b
     args = node.args
     positional = [a.arg for a in [*args.posonlyargs, *args.args]][:len(args.posonlyargs) + len(args.args) - len(args.defaults)]
     required = len([a for a in positional if a not in ("self", "cls")]) + sum(d is None for d in args.kw_defaults)
-    return _Def(getattr(node, "name", None), not plain, required, method)
+    return _Def(getattr(node, "name", None), not plain, required, method, graph_node(node))
 
 
 def _locate(tree: ast.AST, line: int, talks: bool = False) -> tuple[_Def | None, bool, bool, bool]:
@@ -95,7 +105,7 @@ def _locate(tree: ast.AST, line: int, talks: bool = False) -> tuple[_Def | None,
     (``guards.first_pass``), and (when ``talks`` asks) whether a loop after it in that function
     reads the user's next message (``guards.converses``). Descends only along the nodes that span
     the line."""
-    node, func, loop, guarded, holder = tree, None, False, False, None
+    node, func, loop, guarded, holder, looping = tree, None, False, False, None, None
     while True:
         for child in ast.iter_child_nodes(node):
             first = getattr(child, "lineno", None)
@@ -104,12 +114,12 @@ def _locate(tree: ast.AST, line: int, talks: bool = False) -> tuple[_Def | None,
         else:
             return func, loop, guarded, talks and holder is not None and not loop and _talks_after(holder, line)
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            func, loop, guarded, holder = _def_of(child, isinstance(node, ast.ClassDef)), False, False, child
+            func, loop, guarded, holder, looping = _def_of(child, isinstance(node, ast.ClassDef)), False, False, child, None
         elif isinstance(child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.While)) or (
                 isinstance(child, (ast.For, ast.AsyncFor)) and line > child.lineno):
-            loop = True
+            loop, looping = True, child if isinstance(child, (ast.For, ast.AsyncFor, ast.While)) else None
         elif (isinstance(child, ast.If) and child.body and child.body[0].lineno <= line <= child.body[-1].end_lineno
-              and first_pass(child)):
+              and (first_pass(child) or first_of_loop(child, looping))):
             guarded = True
         body = getattr(node, "body", None)
         if isinstance(body, list) and child in body and any(returns_when_set(s) for s in body[:body.index(child)]):
@@ -204,7 +214,7 @@ class Lifetimes:
 
     def _runs_once(self, func: _Def, depth: int) -> bool:
         name = func.name
-        if name in ONCE_ROOTS and not func.required or runs_once(name):
+        if name in ONCE_ROOTS and not func.required or runs_once(name) and not func.node:
             return True  # an entry point, even wrapped (`@click.command()`, `@trace()`)
         if func.decorated:
             return False  # registered with a framework: a route, a tool, a handler

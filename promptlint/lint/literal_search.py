@@ -149,6 +149,8 @@ SHAPE_TOKENS = (
     r"""|\brole\s*=\s*(?:["'](?:system|developer)["']|(?:[\w.]*\.)?(?:SYSTEM|DEVELOPER)\b|[\w.]*\.(?:system|developer)\b)"""
     # A role test: the system message is edited in place (`if msgs[0][ROLE] == SYSTEM: ... +=`).
     r"""|\b(?:role|ROLE)["']?\s*\]?\s*==\s*(?:["'](?:system|developer)["']|(?:[\w.]*\.)?(?:SYSTEM|DEVELOPER|system|developer)\b)"""
+    # The head of a conversation rewritten in place (`conversation_history[0]["content"] = prompt`).
+    r"""|(?:messages|history)\[0\](?:\[["']content["']\]|\.content)\s*\+?=(?!=)"""
     r"""|\bSystem(?:Message|Content|Prompt|PromptPart|MessagePromptTemplate)\s*\("""
     r"""|\(\s*["']system["']\s*,"""
     r"""|["']system(?:_instruction|Instruction)?["']\s*:|["']instructions["']\s*:|["']preamble["']\s*:"""

@@ -40,13 +40,6 @@ _WRITES = tuple(re.compile(p) for p in (
 ))
 
 
-def graph_node(func) -> bool:
-    """``def retrieve(state, config)``: a graph node (LangGraph's convention), run on each step of
-    each turn; it reads what other nodes wrote and returns the fields it updates."""
-    args = [a.arg for a in func.args.args if a.arg not in ("self", "cls")] if hasattr(func, "args") else []
-    return bool(args) and args[0] == "state"
-
-
 def state_key(node: ast.AST) -> str | None:
     """The field `state["messages"]`, `state.messages` or `state.get("messages")` reads."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:

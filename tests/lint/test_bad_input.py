@@ -25,6 +25,12 @@ def tree(tmp_path: Path) -> Path:
     (tmp_path / "broken.py").write_text("import anthropic\nanthropic.Anthropic().messages.create(system=\n",
                                         encoding="utf-8")
     (tmp_path / "huge.py").write_text("import anthropic\n" + "x = 1\n" * 40_000, encoding="utf-8")
+    # A project generator's templates are not Python: a Jinja block, or a file under `{{...}}`.
+    (tmp_path / "jinja_agent.py").write_text("import anthropic\n{%- if cookiecutter.use_claude %}\n"
+                                             "anthropic.Anthropic().messages.create(system=\n{%- endif %}\n")
+    (tmp_path / "{{cookiecutter.slug}}").mkdir()
+    (tmp_path / "{{cookiecutter.slug}}" / "app.py").write_text("import anthropic\nsystem = {{ cookiecutter.system }}\n"
+                                                              "anthropic.Anthropic().messages.create(system=\n")
     return tmp_path
 
 

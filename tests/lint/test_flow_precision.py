@@ -219,7 +219,8 @@ class Report:
 '''
 
 
-@pytest.mark.parametrize("counter", ["token_count", "get_tokens", "count_message_tokens", "calculate_token_count"])
+@pytest.mark.parametrize("counter", ["token_count", "get_tokens", "count_message_tokens", "calculate_token_count",
+                                     "calculate_tool_size"])
 def test_a_prompt_built_only_to_count_its_tokens_is_not_a_request(counter):
     assert lint_source(COUNTED.replace("token_count", counter)) == []
 
@@ -419,6 +420,8 @@ def turn(history, question):
     return client.messages.create(model="m", max_tokens=64, system="Summary so far: " + summary,
                                   messages=[{"role": "user", "content": "go on"}])
 '''
+    # Not the clock of the request it answered; and outside an agent loop the reply is a
+    # one-off request's answer, not the previous turn's output (analysis/calls.py `_reply`).
     assert [d.code for d in lint_source(source)] == []
 
 
@@ -1052,3 +1055,23 @@ def test_a_converter_that_dispatches_on_the_message_class_keeps_each_message_in_
     found, _ = lint_tree(tmp_path, {"app/__init__.py": "", "app/models.py": MODELS, "app/llm.py": ROLE_CONVERTER,
                                     "app/judge.py": JUDGE % (system, user)})
     assert [code for _, _, code in found] == codes
+
+
+@pytest.mark.parametrize(("middle", "reported"), [
+    ("", False),  # only this turn's question follows the memories: nothing stable after them
+    ("*history, ", True),  # the conversation follows them: its prefix changes on every turn
+])
+def test_a_second_system_message_that_only_the_question_follows_is_not_a_stable_layer(middle, reported):
+    source = f'''import openai
+
+client = openai.OpenAI()
+
+
+def answer(memory, history, question):
+    memories = memory.search(question)
+    return client.chat.completions.create(model="m", messages=[
+        {{"role": "system", "content": "You are a helper."}},
+        {{"role": "system", "content": f"Memories: {{memories}}"}},
+        {middle}{{"role": "user", "content": question}}])
+'''
+    assert [d.code for d in lint_source(source)] == (["PC401"] if reported else [])

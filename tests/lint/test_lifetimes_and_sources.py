@@ -31,7 +31,7 @@ def {name}(agent):
 
 
 @pytest.mark.parametrize("name", ["initialize_message_sequence", "_init_messages", "setup_conversation",
-                                  "__post_init__"])
+                                  "__post_init__", "_complete_init", "reload_with_initial_messages"])
 def test_a_system_message_built_in_a_set_up_path_is_frozen(name):
     # Run once when the agent or conversation is created, then stored and replayed unchanged.
     assert codes(SEQUENCE.format(name=name)) == []
@@ -629,3 +629,62 @@ def test_a_temporary_file_name_is_a_source_only_with_the_host_opt_in():
             "system=f'Write files under {scratch}.', messages=history)\n")
     assert lint_source(text, "agent.py") == []
     assert [d.code for d in lint_source(text, "agent.py", opt_in("host"))] == ["PC201"]
+
+
+NODE = '''from datetime import datetime
+
+
+def build(agent):
+    def {name}(state):
+        system_prompt = agent.get_instructions()
+        return {{"messages": [{{"role": "system", "content": system_prompt}}, *state["messages"]]}}
+    return {name}
+
+
+class WeatherAssistant:
+    def get_instructions(self):
+        return f"You are a weather bot. Today is {{datetime.now().date()}}."
+'''
+
+
+@pytest.mark.parametrize("name", ["setup", "prepare"])
+def test_a_graph_node_runs_on_every_step_whatever_its_name(name):
+    # A node named `setup` is called by the graph on each run; its name says nothing of its lifetime.
+    assert codes(NODE.format(name=name)) == ["PC101"]
+
+
+@pytest.mark.parametrize(("owner", "reported"), [("WeatherAssistant", True), ("ChangeRequest", False)])
+def test_get_instructions_is_a_stable_layer_of_an_assistant_not_of_any_object(owner, reported):
+    source = f'''from datetime import datetime
+
+
+class {owner}:
+    def get_instructions(self):
+        return f"Be brief. Today is {{datetime.now().date()}}."
+'''
+    assert codes(source) == (["PC101"] if reported else [])
+
+
+LAZY = '''from datetime import datetime
+
+
+def build_messages(question):
+    return [{{"role": "system", "content": f"Now: {{datetime.now()}}"}}, {{"role": "user", "content": question}}]
+
+
+def chat(ai):
+    messages = None
+    while True:
+        text = input()
+{reset}        if messages is None:
+            messages = build_messages(text)
+        else:
+            messages.append({{"role": "user", "content": text}})
+        messages.append({{"role": "assistant", "content": ai.call(messages=messages)}})
+'''
+
+
+@pytest.mark.parametrize(("reset", "expected"), [("", []), ("        messages = None\n", ["PC101"])])
+def test_a_conversation_built_when_a_local_is_unset_in_its_loop_is_built_once(reset, expected):
+    # Kept across the loop's passes, the list is built on the first turn only; reset each pass, on every turn.
+    assert codes(LAZY.format(reset=reset)) == expected

@@ -334,3 +334,70 @@ def test_what_a_function_adds_to_the_argument_itself_grows_it_for_the_caller():
                                                 "            context.update(result.context)\n            return result\n"
                                                 "        context.update(result.context)")
     assert [code for _, code, _ in found(body)] == ["PC401", "PC401"]
+
+
+# ------------------------------------------------- the model's reply put into the next request
+PLAN = '''
+
+def run(task):
+    plan = "none yet"
+    while True:
+        reply = client.messages.create(model="m", max_tokens=64, system=f"Follow the plan: {plan}",
+                                       messages=[{"role": "user", "content": task}])
+        %s
+'''
+
+
+@pytest.mark.parametrize(("keep", "reported"), [
+    ("plan = reply.content[0].text", True),  # the next pass's system prompt holds this reply
+    ("print(reply.content[0].text)", False),  # shown to the user only
+    ("plan = reply.content[0].text\n        break", False),  # the loop ends with it
+])
+def test_a_reply_put_into_the_next_passs_system_prompt_is_per_turn(keep, reported):
+    body = PLAN % keep
+    expected = [(line_of(body, "        reply = client.messages.create(model=\"m\", max_tokens=64, "
+                               "system=f\"Follow the plan: {plan}\","), "PC401",
+                 line_of(body, "        reply = client.messages.create(model=\"m\", max_tokens=64, "
+                               "system=f\"Follow the plan: {plan}\","))]
+    assert found(body) == (expected if reported else [])
+
+
+def test_a_loop_that_returns_at_the_end_of_its_body_still_carries_what_its_continue_branches_grow():
+    body = '''
+
+def run(query):
+    previous_attempts = ""
+    for attempt in range(3):
+        try:
+            answer = ask(f"Write a query. Failed so far:\\n{previous_attempts}", query)
+            checked = validate(answer)
+        except ValueError as error:
+            previous_attempts += f"{error}\\n"
+            continue
+        return checked
+'''
+    assert [(code, source) for _, code, source in found(body)] == [
+        ("PC401", line_of(body, '            previous_attempts += f"{error}\\n"'))]
+
+
+def test_a_reply_a_helper_returns_into_the_loop_is_per_turn_there_and_nowhere_else():
+    body = '''
+
+def orchestrate(task):
+    reply = client.messages.create(model="m", max_tokens=64, system="Plan the next step.",
+                                   messages=[{"role": "user", "content": task}])
+    return reply.content[0].text
+
+
+def run(task):
+    while True:
+        plan = orchestrate(task)
+        ask(f"Follow: {plan}", task)
+
+
+def once(task):
+    plan = orchestrate(task)
+    return ask(f"Follow: {plan}", task)
+'''
+    # In the loop, each pass's system prompt holds a new plan; a one-off request's does not repeat.
+    assert [(line, code) for line, code, _ in found(body)] == [(line_of(body, '        ask(f"Follow: {plan}", task)'), "PC401")]

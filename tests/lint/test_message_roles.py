@@ -140,12 +140,17 @@ def send(history, question, system_text):
 
 
 
-@pytest.mark.parametrize("before, reported", [("", True), ("*history, ", False), ('{"role": "user", "content": q}, ', False)])
-def test_a_system_message_after_the_history_in_a_list_display_is_late(before, reported):
+@pytest.mark.parametrize("before, after, reported", [
+    ("", "*history, ", True),  # the conversation follows it: each turn's prefix differs there
+    ("", "", False),  # only this turn's question follows it: nothing cached comes after it
+    ("*history, ", "", False),
+    ('{"role": "user", "content": q}, ', "", False),
+])
+def test_a_system_message_after_the_history_in_a_list_display_is_late(before, after, reported):
     # Displayed or appended, a system message after the history sits late in the request.
     text = ("from datetime import datetime\n\nfrom openai import OpenAI\n\n\ndef turn(history, q):\n"
             "    messages = [{'role': 'system', 'content': 'Be brief.'}, " + before +
-            "{'role': 'system', 'content': f'Now {datetime.now()}'}, {'role': 'user', 'content': q}]\n"
+            "{'role': 'system', 'content': f'Now {datetime.now()}'}, " + after + "{'role': 'user', 'content': q}]\n"
             "    return OpenAI().chat.completions.create(model='m', messages=messages)\n")
     assert bool(lint_source(text, "late.py")) == reported
 
@@ -182,3 +187,21 @@ def test_an_adapter_sets_the_other_roles_aside_from_its_instructions(stamp_syste
     text = RESPONSES_ADAPTER.replace("SYSTEM", system).replace("USER", user)
     codes = [d.code for d in lint_source(text, "adapter.py")]
     assert ("PC101" in codes) if stamp_system else codes == []
+
+
+@pytest.mark.parametrize(("listed", "reported"), [("conversation_history", True), ("history", True), ("rows", False)])
+def test_the_head_of_a_conversation_rewritten_in_place_is_its_system_message(listed, reported):
+    # A server that takes the conversation back from its client and rewrites its first message.
+    text = f'''from datetime import datetime
+
+
+def first_turn(question):
+    return [{{"role": "system", "content": "You are an SRE."}}, {{"role": "user", "content": question}}]
+
+
+def follow_up(request):
+    {listed} = request.conversation_history
+    {listed}[0]["content"] = f"You are an SRE. Now: {{datetime.now()}}"
+    return {listed}
+'''
+    assert [(d.line, d.code) for d in lint_source(text, "chat.py")] == ([(10, "PC101")] if reported else [])

@@ -342,3 +342,50 @@ def test_a_field_of_the_agents_state_object_rewritten_while_it_runs_is_per_turn(
     assert [d.code for d in found] == codes
     if codes:
         assert found[0].trace[0].note == "written while the conversation runs: `shared_state.app_card`"
+
+
+HOST = '''from google.adk import Agent
+from google.adk.agents.readonly_context import ReadonlyContext
+from google.adk.tools.tool_context import ToolContext
+
+
+class Host:
+    def create_agent(self) -> Agent:
+        return Agent(model="gemini-2.0-flash", name="host", instruction=self.root_instruction,
+                     tools=[self.send_message])
+
+    def root_instruction(self, context: ReadonlyContext) -> str:
+        current = self.check_state(context)
+        return f"You delegate.\\nCurrent agent: {current['active_agent']}"
+
+    def check_state(self, context: ReadonlyContext) -> dict[str, str]:
+        state = context.state
+        if "agent" in state:
+            return {"active_agent": f"{state['agent']}"}
+        return {"active_agent": "None"}
+%s'''
+
+SEND = '''
+    async def send_message(self, agent_name: str, message: str, tool_context: ToolContext) -> list:
+        state = tool_context.state
+        state["agent"] = agent_name
+        return []
+'''
+
+
+@pytest.mark.parametrize(("tool", "expected"), [(SEND, [(8, "PC401")]), ("", [])])
+def test_a_helper_handed_the_run_context_reads_run_state_too(tmp_path, tool, expected):
+    # The instruction provider hands its context to a helper that reads the state a tool writes.
+    found = lint_tree(tmp_path, {"host.py": HOST % tool})
+    assert [(d.line, d.code) for d in found] == expected
+    if found:
+        assert found[0].trace[0].line == 23 and "`agent`" in found[0].message
+
+
+def test_the_write_of_a_run_state_field_is_shown_relative_like_the_finding(tmp_path, monkeypatch):
+    (tmp_path / "pkg").mkdir()
+    lint_tree(tmp_path / "pkg", {"host.py": HOST % SEND})
+    monkeypatch.chdir(tmp_path)
+    (d,) = lint_paths([str(tmp_path / "pkg")], Settings(root=str(tmp_path)), use_cache=False, jobs=1).diagnostics
+    assert d.path == str(Path("pkg", "host.py")) and d.trace[0].path == d.path
+    assert d.message.endswith("written while the conversation runs (line 23)")

@@ -6,11 +6,11 @@ import ast
 import re
 
 from promptlint.lint.analysis import arguments, loops
-from promptlint.lint.analysis.values import (EMPTY, LOCATED, appended, certain, chosen, clip, ClassInfo, FunctionRef, Taint, Val, default_used, fixed,
-                                             frozen_ok, merge, narrowed, read_at, user_words)
+from promptlint.lint.analysis.values import (EMPTY, LOCATED, RUN_STATE, appended, certain, chosen, clip, ClassInfo, FunctionRef, Taint, Val, default_used, fixed,
+                                             frozen_ok, join, merge, narrowed, read_at, user_words)
 from promptlint.lint.analysis.rendered import rendered_callables, stuffed, substitute
-from promptlint.lint.analysis.sinks import (REQUEST_METHODS, asks_model, before_history, entry_node, posts_request, role_of,
-                                            system_side, system_text)
+from promptlint.lint.analysis.sinks import (REQUEST_METHODS, asked_with_conversation, asks_model, before_history, entry_node,
+                                            posts_request, role_of, system_side, system_text)
 from promptlint.lint.diagnostic import Fix
 
 _MUTATORS = arguments.MUTATORS
@@ -209,7 +209,15 @@ class Calls:
         if target is None and origin and origin.startswith("?.") and isinstance(node.func, ast.Attribute):
             target = self._method_by_name(node.func.attr)
         if target is not None:  # (an abstract method: the project's one implementation of it)
-            return self._apply_summary(node, self.m.implementation(target), func, args, kwargs)
+            target = self.m.implementation(target)
+            result = self._apply_summary(node, target, func, args, kwargs)
+            loops.received(self.passes, result.taints)
+            if self.run_state and any(a.origin == RUN_STATE for a in [*args, *kwargs.values()]):
+                # `self.check_state(context)` handed the run's context: what the helper reads from it
+                step = self.m.step(node, f"via {target.qualname.rsplit('.', 1)[-1]}()")
+                read = target.module.run_state_return(target)
+                result = join(result, read.with_taints(tuple(t.then(step) for t in read.taints)))
+            return result
         if origin and origin.startswith("@") and origin.endswith("()") is False:
             info = self._class_info(origin[1:])
             if info is not None:
@@ -219,8 +227,9 @@ class Calls:
                 or asks_model(callee, [*args, *kwargs.values()])):
             # `client.messages.create(...)`, `httpx.post(url, json=payload)`: the response is the
             # model's new text, not the request it was sent (a clock in the system prompt is not
-            # in the reply).
-            return Val(origin=call_origin, node=node)
+            # in the reply). What the model said differs on every call: per-turn content wherever it
+            # is put next (a plan rendered into the next system prompt).
+            return Val(self._reply(node, callee, [*args, *kwargs.values()], kwargs), origin=call_origin, node=node)
         recv_val = self.eval(node.func.value) if isinstance(node.func, ast.Attribute) else EMPTY
         method = node.func.attr if isinstance(node.func, ast.Attribute) else None
         if method == "join" and len(args) > 1:  # `os.path.join(root, "MEMORY.md")`: a path of all its parts
@@ -307,6 +316,17 @@ class Calls:
                                   if self.m.catalog.stable_layer_of(n) and self.keeps_keyword(ref, n)):
                     self.check_stable_target(name, f"{name}=", val, entry_node(node, name, val), self.m.snippet(node.func))
 
+    def _reply(self, node: ast.Call, callee: str, vals: list, kwargs: dict) -> tuple[Taint, ...]:
+        """The model's reply to a call sent a conversation (``messages=``, a list of role messages)
+        or a prompt: per-turn content, but only in the loop that receives it (here or from a
+        helper it calls), on that loop's next pass (a plan put into the next step's system
+        prompt); what the loop returns or leaves behind goes out once (loops.py). Kept on an
+        object or handed to one-off requests, it is reported nowhere. A token count is no reply."""
+        if callee == "count_tokens" or not asked_with_conversation(kwargs, vals):
+            return ()
+        return loops.received(self.passes, (Taint(loops.CODE, "volatile", (self.m.step(
+            node, f"the model's reply: `{self.m.snippet(node, 40)}`"),), reply=True),))
+
     def _static_catalog(self, receiver: ast.AST) -> bool:
         """`i18n.retrieve("slices", "role")`: a translation catalog holds fixed text; it retrieves nothing."""
         name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
@@ -362,15 +382,17 @@ class Calls:
     def _mutate(self, node: ast.Call, recv: Val, method: str, args: list[Val], kwargs) -> None:
         grown = self.grown(self._dotted_local(node.func.value), node, recv, *args) if node is self.bare_call else ()
         added = merge(*(a.taints for a in args), *(v.taints for v in kwargs.values()))
+        message = args[-1].keys if method in ("append", "insert", "appendleft") and args else None
         if method in ("append", "extend") and recv.items is None:
             # `self.messages.append(Message("user", content))`: the end of the list, not its head
-            added = tuple(t._replace(appended=True) for t in added)
+            # (and, in a message of another role, not what a test for the system role picks out)
+            other = message is not None and role_of(message.get("role")) not in (None, "system", "developer")
+            added = tuple(t._replace(appended=True, other_role=other) for t in added)
         new = merge(recv.taints, added, grown, *self.loop_unordered)
         if method in ("extend", "update") and args:
             new = merge(new, tuple(self._consumed(t, node.args[0]) if t.label == "unordered" else t for t in args[0].taints))
         items = recv.items
         keys = recv.keys
-        message = args[-1].keys if method in ("append", "insert", "appendleft") and args else None
         if message is not None:
             # A system message appended after history sits late in the request (volatile by
             # position); appended to an empty or all-system list, it leads the request.

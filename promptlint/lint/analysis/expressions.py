@@ -8,12 +8,12 @@ import re
 
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.values import (EMPTY, HISTORY, NEWEST, RUN_STATE, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join,
-                                             as_fallback, holds_template, key_of, merge, narrowed, read_at,
-                                             system_only)
+                                             as_fallback, holds_template, key_of, merge, narrowed, read_at, system_only)
 from promptlint.lint.analysis.rendered import JINJA_CODES, JINJA_VOLATILE
-from promptlint.lint.analysis.sinks import role_of, system_side
+from promptlint.lint.analysis.sinks import last_system, role_of, system_side, written_role
 from promptlint.lint.diagnostic import PARAMETER, Fix, TraceStep
-from promptlint.lint.run_state import graph_node, state_key, state_object
+from promptlint.lint.lifetimes import graph_node
+from promptlint.lint.run_state import state_key, state_object
 from promptlint.lint.guards import picks_system, set_test
 
 _BUILTINS = frozenset(dir(builtins))
@@ -466,14 +466,14 @@ class Expressions:
 
     def eval_List(self, node) -> Val:
         # A system message after the history or another role's message sits late in the request
-        # (volatile by position), as one appended there does: only the leading ones are checked.
-        items, late = [], 0
-        for e in node.elts:
-            self.defer_shapes += late
+        # (volatile by position), as one appended there does, or one that only this turn's follows.
+        items, late, trailing = [], 0, last_system([written_role(e) for e in node.elts])
+        for i, e in enumerate(node.elts):
+            self.defer_shapes += (deferred := late or int(i == trailing))
             try:
                 items.append(self.eval(e))
             finally:
-                self.defer_shapes -= late
+                self.defer_shapes -= deferred
             keys = items[-1].keys
             late = late or int(isinstance(e, ast.Starred) or (keys is not None and "role" in keys and
                                                                role_of(keys.get("role")) not in ("system", "developer")))

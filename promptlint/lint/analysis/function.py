@@ -5,15 +5,16 @@ from __future__ import annotations
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.calls import Calls
 from promptlint.lint.analysis.expressions import Expressions
+from promptlint.lint.analysis.passes import Passes
 from promptlint.lint.analysis.sinks import Sinks
 from promptlint.lint.analysis.statements import Statements
 from promptlint.lint.analysis.values import ClassInfo, FunctionRef, ParamSink, Summary, Taint, Val, frozen_ok
 from promptlint.lint.guards import memoized
-from promptlint.lint.lifetimes import runs_once, set_up_path
+from promptlint.lint.lifetimes import graph_node, runs_once, set_up_path
 
 
-class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
-    """One function's evaluation state; its behaviour lives in the four parts it is made of."""
+class FunctionAnalysis(Statements, Passes, Expressions, Calls, Sinks):
+    """One function's evaluation state; its behaviour lives in the five parts it is made of."""
 
     def __init__(self, module: ModuleAnalysis, ref: FunctionRef | None, cls: ClassInfo | None):
         self.m = module
@@ -55,7 +56,7 @@ class FunctionAnalysis(Statements, Expressions, Calls, Sinks):
         leak); unordered values and template expressions evaluated later are still followed."""
         if self.ref is None:
             return self.cls is None and self.loop_depth == 0
-        return runs_once(getattr(self.ref.node, "name", "")) or memoized(self.ref.node)
+        return runs_once(getattr(self.ref.node, "name", "")) and not graph_node(self.ref.node) or memoized(self.ref.node)
 
     def run_function(self) -> Summary:
         """The summary; a set-up path's result is what it computed once (a sticky session id, the

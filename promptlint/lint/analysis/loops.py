@@ -37,6 +37,9 @@ class Pass:
     leaving: frozenset[int]  # ids of the nodes in a block that ends the loop (`...; break`)
     converses: bool  # the body reads the user's next message (`input()`, `ws.receive_text()`)
     sources: set = field(default_factory=set)  # (path, line, column) of the taints given out
+    replies: set = field(default_factory=set)  # and of the model's replies received in it (calls.py)
+    broken: list = field(default_factory=list)  # the environments of the branches that `break` out of it
+    continued: list = field(default_factory=list)  # and of those that go on to its next pass (`continue`)
 
 
 def enter(node: ast.AST, body: list[ast.stmt], env: dict[str, Val], request_methods) -> Pass:
@@ -128,13 +131,28 @@ def _giver(passes: list[Pass], taint: Taint) -> Pass | None:
     return None if where is None else next((f for f in passes if where in f.sources), None)
 
 
+def given(passes: list[Pass], taint: Taint) -> bool:
+    """Whether a taint was given out by one of these loops, or is a reply one of them received:
+    what the loop returns or leaves behind goes out once."""
+    where = origin(taint)
+    return where is not None and any(where in f.sources or where in f.replies for f in passes)
+
+
+def received(passes: list[Pass], taints: tuple[Taint, ...]) -> tuple[Taint, ...]:
+    """``taints``, whose model replies the innermost loop being evaluated has now received."""
+    for t in taints:
+        if t.reply and passes:
+            passes[-1].replies.add(origin(t))
+    return taints
+
+
 def leave(frame: Pass, values: dict) -> None:
     """After the loop, what it carried is what it built: drop its taints from ``values``."""
-    if not frame.sources:
+    if not frame.sources and not frame.replies:
         return
     for name, val in list(values.items()):
-        if any(mine([frame], t) for t in val.taints):
-            values[name] = val.keep_deep(lambda t: not mine([frame], t))
+        if any(given([frame], t) for t in val.taints):
+            values[name] = val.keep_deep(lambda t: not given([frame], t))
 
 
 def history(*vals: Val) -> bool:

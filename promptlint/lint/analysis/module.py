@@ -13,7 +13,8 @@ from promptlint.lint.catalog import Catalog
 from promptlint.lint.diagnostic import Diagnostic, TraceStep
 from promptlint.lint.guards import decorator_names
 from promptlint.lint.literal_search import names_test
-from promptlint.lint.run_state import graph_node, writes_state
+from promptlint.lint.lifetimes import graph_node
+from promptlint.lint.run_state import writes_state
 from promptlint.lint.source import source_lines
 
 

@@ -6,7 +6,7 @@ import ast
 import re
 
 from promptlint.lint.analysis import loops
-from promptlint.lint.analysis.values import LOCATED, ParamSink, Taint, Val, _const_str, clip, common_fields, frozen_ok, merge
+from promptlint.lint.analysis.values import LOCATED, ParamSink, Taint, Val, _const_str, clip, common_fields, frozen_ok, join, merge
 from promptlint.lint.catalog import ArgSpec, Condition, SinkSpec
 from promptlint.lint.diagnostic import TraceStep
 from promptlint.lint.guards import callee_name
@@ -160,8 +160,8 @@ class Sinks:
             # Only the leading run of system/developer messages is the stable prefix; a system
             # message appended later sits after the history and is volatile by position.
             lone = loops.bindings(self.ref.node).lone_messages if self.ref is not None else ()
-            for msg in val.items:
-                role = _const_str(msg.keys.get("role")) if msg.keys is not None else None
+            roles = [_const_str(msg.keys.get("role")) if msg.keys is not None else None for msg in val.items]
+            for msg, role in zip(val.items[:last_system(roles)], roles):
                 if role not in ("system", "developer") or id(msg.node) in lone:  # (a run's own: check_message_shape)
                     break
                 content = msg.keys.get("content")
@@ -267,6 +267,8 @@ class Sinks:
                 self.param_sinks.append(ParamSink(taint.param, taint.label, taint.dumped, steps, layer, kind,
                                                   located=taint.code == LOCATED, index=taint.index))
             return
+        if taint.reply and not loops.given(self.passes, taint):
+            return  # the model's reply outside the loop that received it (calls.py `_reply`)
         if self.passes and loops.mine(self.passes, taint) and not (self.calling or self.sink_via or loops.sends(self.passes, taint)):
             return  # a loop that sends nothing (a message merger): what it grows is not sent per pass
         if self.passes and loops.before_conversation(self.passes, taint, self.m.path, self.ref and self.ref.node):
@@ -326,11 +328,10 @@ class Sinks:
                 return
 
     def ret_for(self, ret_node: ast.AST) -> Val:
-        """The taints of one return expression (re-evaluated in the final environment)."""
+        """The taints of one return expression (re-evaluated in the final environment; else what it
+        returned where it stands, in a branch that leaves with it)."""
         val = self.eval(ret_node)
-        if val.taints:
-            return val
-        return Val(tuple(t for t in (self.ret.taints if self.ret else ()) if t.steps and t.steps[-1].line == ret_node.lineno))
+        return join(val, self.returned[id(ret_node)]) if id(ret_node) in self.returned else val
 
     # ------------------------------------------------- shapes and names (no SDK needed)
     def check_layer_writer(self, node: ast.Call, args: list[Val], kwargs: dict[str, Val]) -> bool:
@@ -361,13 +362,14 @@ class Sinks:
             self._report_val(self.ret_for(ret_node), ret_node, layer, "value")
 
     def named_layer(self, name: str, context: str) -> str | None:
-        """The layer a name says it is. A bare ``instructions`` says so only about an agent
-        (``Agent(instructions=...)``, ``ResearchAgent.instructions``): a file change request, a
-        tool's usage notes and a recipe have instructions too."""
+        """The layer a name says it is. A bare ``instructions`` says so only about an agent or an
+        assistant (``Agent(instructions=...)``, ``WeatherAIAssistant.get_instructions``): a file
+        change request, a tool's usage notes and a recipe have instructions too."""
         layer = self.m.catalog.stable_layer_of(name)
         if layer is not None and _AMBIGUOUS_NAME.fullmatch(name):
-            here = f"{context} {self.cls.name if self.cls is not None else ''} {self.ref.qualname if self.ref else ''}"
-            return layer if "agent" in here.lower() else None
+            owner = f"{self.cls.name} {' '.join(self.cls.bases)}" if self.cls is not None else ""
+            here = f"{context} {owner} {self.ref.qualname if self.ref else ''}".lower()
+            return layer if "agent" in here or "assistant" in here else None
         return layer
 
     def keeps_keyword(self, ref, name: str) -> bool:
@@ -467,6 +469,24 @@ def system_side(items: list[Val] | None) -> Val | None:
     return Val(merge(*(i.taints for i in kept)), keys=common_fields(kept))
 
 
+def last_system(roles: list[str | None]) -> int | None:
+    """``[{"role": "system", ...fixed}, {"role": "system", ...memories}, {"role": "user", ...}]``:
+    the place of a system message after the leading one that only this turn's user messages follow
+    (given the messages' roles). Nothing stable comes after it, so what it holds changes no cached
+    prefix (FIELD.md)."""
+    last = max((i for i, r in enumerate(roles) if r != "user"), default=None)
+    return last if last and roles[0] == roles[last] == "system" and last < len(roles) - 1 else None
+
+
+def written_role(e: ast.expr) -> str | None:
+    """The role a message display spells out (``{"role": "user"}``, ``SystemMessage(...)``)."""
+    if isinstance(e, ast.Dict):
+        role = next((v for k, v in zip(e.keys, e.values) if isinstance(k, ast.Constant) and k.value == "role"), None)
+        return role.value if isinstance(role, ast.Constant) and isinstance(role.value, str) else None
+    name = callee_name(e.func) if isinstance(e, ast.Call) else ""
+    return {"SystemMessage": "system", "HumanMessage": "user", "UserMessage": "user"}.get(name)
+
+
 def role_of(val: Val | None) -> str | None:
     """``"system"``, ``Role.SYSTEM``, ``MessageRole.DEVELOPER.value``: the role a message says it has."""
     if val is None:
@@ -511,6 +531,17 @@ def asks_model(name: str, args: list) -> bool:
     messages): what comes back is the model's answer, not the messages."""
     return bool(_ASKS_MODEL.search(name)) and "template" not in name and any(
         a.items and any(i.keys is not None and "role" in i.keys for i in a.items) for a in args)
+
+
+#: Keywords that hand a request its conversation or prompt: what comes back is the model's reply.
+_ASKED_WITH = frozenset({"messages", "contents", "input", "prompt", "system", "instructions"})
+
+
+def asked_with_conversation(kwargs: dict, vals: list) -> bool:
+    """A request call handed a conversation or a prompt (``messages=``, a list of role messages)."""
+    return bool(_ASKED_WITH.intersection(kwargs)) or any(
+        a.items and any(i.keys is not None and "role" in i.keys or "Message" in (i.origin or "") for i in a.items)
+        for a in vals)
 
 
 def posts_request(node: ast.Call, env: dict) -> bool:

@@ -6,12 +6,12 @@ import ast
 import re
 
 from promptlint.lint.analysis import loops
-from promptlint.lint.analysis.sinks import REQUEST_METHODS, is_system_message, system_side
-from promptlint.lint.analysis.values import (NEWEST, RUN_STATE, FunctionRef, Summary, Taint, Val, common_fields, frozen_ok,
-                                             as_fallback, chosen, join, key_of, merge, system_only, user_words)
+from promptlint.lint.analysis.sinks import is_system_message
+from promptlint.lint.analysis.values import (RUN_STATE, FunctionRef, Summary, Taint, Val, frozen_ok, as_fallback, chosen,
+                                             join, key_of, merge, system_only, user_words)
 from promptlint.lint.diagnostic import CHOOSES, PARAMETER
-from promptlint.lint.guards import (accumulates, callee_name, descendants, ends_pass, first_pass, picks_system, returns_when_set, role_names,
-                                    role_test, selects, unset_test)
+from promptlint.lint.guards import (accumulates, callee_name, descendants, ends_pass, first_of_loop, first_pass, picks_system,
+                                    returns_when_set, role_names, role_test, selects, unset_test)
 from promptlint.lint.run_state import state_key, state_receiver
 
 def _content_of(target: ast.AST) -> ast.AST | None:
@@ -29,7 +29,7 @@ def _content_of(target: ast.AST) -> ast.AST | None:
 
 #: Calls that only measure a prompt: a message list built for them is never sent (``/tokens``).
 _COUNTING_CALLS = re.compile(r"^(len|tokenize|encode|count_\w*tokens\w*|num_tokens\w*|"
-                             r"(?:get|calc|calculate|compute|estimate|measure)_(?:num_)?(?:\w+_)?tokens?(?:_count|_len)?"
+                             r"(?:get|calc|calculate|compute|estimate|measure)_(?:num_)?(?:\w+_)?(?:tokens?|size|length)(?:_count|_len)?"
                              r"|\w*tokens?_count\w*)$")
 
 
@@ -208,7 +208,7 @@ class Statements:
             # `if k in phrase: return True`: a predicate of this turn's words
             val = val.with_taints(merge(val.taints, self._chosen(clocks=False)))
         if self.passes:  # what a loop has built so far is returned once, not per pass
-            val = val.keep_deep(lambda t: not loops.mine(self.passes, t))
+            val = val.keep_deep(lambda t: not loops.given(self.passes, t))
         if self.graph_node:
             self._note_node_update(node.value, val)
         name = self.ref.qualname.rsplit(".", 1)[-1] if self.ref else "function"
@@ -216,12 +216,20 @@ class Statements:
         val = val.with_taints(tuple(t.then(step) for t in val.taints))
         self.ret = join(self.ret, val) if self.ret is not None else val
         self.return_nodes.append(node.value)
+        self.returned[id(node.value)] = join(self.returned[id(node.value)], val) if id(node.value) in self.returned else val
 
     @property
     def return_nodes(self) -> list:
         if not hasattr(self, "_return_nodes"):
             self._return_nodes = []
         return self._return_nodes
+
+    @property
+    def returned(self) -> dict[int, Val]:
+        """What each return statement returned (by the id of its expression), on every pass."""
+        if not hasattr(self, "_returned"):
+            self._returned = {}
+        return self._returned
 
     def stmt_If(self, node: ast.If) -> None:
         """Each branch runs on its own copy of the environment, where its assignments are strong
@@ -244,7 +252,7 @@ class Statements:
                 self.env[name] = self.env[name].with_taints(system_only(self.env[name].taints))
         lazy = unset_test(node.test)
         self.lazy.append(lazy)
-        first = first_pass(node)
+        first = first_pass(node) or int(first_of_loop(node, self.passes[-1].node if self.passes else None))
         self.first_pass += first
         try:
             self.run_block(node.body)
@@ -258,7 +266,7 @@ class Statements:
             taken[name] = as_fallback(taken[name], param)
         self._other_roles(picked)
         self.run_block(node.orelse)
-        self.env = _joined(before, taken, self.env)
+        self.env = joined(before, self._left(node.body, taken, before), self._left(node.orelse, self.env, before))
         if ends_pass(node.body):
             self._other_roles(picked)
         self.depth = depth
@@ -283,72 +291,6 @@ class Statements:
     def _chosen(self, clocks: bool) -> list[Taint]:
         """What the enclosing tests choose text by (``chosen_by``), with or without their clocks."""
         return [t for group in self.control for t in group if clocks or not t.code.startswith("PC1")]
-
-    def _loop(self, iter_val: Val, target, body, orelse, node) -> None:
-        unordered = tuple(t for t in iter_val.taints if t.label == "unordered")
-        element = iter_val.with_taints(tuple(t for t in iter_val.taints if t.label != "unordered"))
-        element = self.element_of(node.iter, Val(element.taints, node=element.node, keys=common_fields(iter_val.items)))
-        if _newest_first(node, self.m.catalog.source_newest_of):
-            element = Val(element.taints, origin=NEWEST, node=element.node)
-        self.depth += 1
-        self.loop_depth += 1
-        self.loop_unordered.append(tuple(self._consumed(t, node.iter) for t in unordered))
-        self.passes.append(loops.enter(node, body, self.env, REQUEST_METHODS))
-        picked = system_side(iter_val.items) if isinstance(target, ast.Name) else None
-        if picked is not None:
-            self.role_elements.append((target, self.element_of(node.iter, picked), node))
-        if isinstance(target, ast.Name):
-            self.loop_targets.append((target.id, node))
-        for _ in range(2):  # twice: values assigned late in the body flow to its start
-            if target is not None:
-                # Each iteration rebinds the target: what the body later assigns to the same
-                # name (`language = code_dict["language"]`) does not flow into the next element.
-                for sub in ast.walk(target):
-                    if isinstance(sub, ast.Name):
-                        self._forget(sub.id)
-                self.assign(target, element, node)
-            self.run_block(body)
-        if picked is not None:
-            self.role_elements.pop()
-        if isinstance(target, ast.Name):
-            self.loop_targets.pop()
-        self.loop_unordered.pop()
-        self._leave_loop()
-        self.run_block(orelse)
-        self.depth -= 1
-        self.loop_depth -= 1
-
-    def stmt_For(self, node: ast.For) -> None:
-        self._loop(self.eval(node.iter), node.target, node.body, node.orelse, node)
-
-    stmt_AsyncFor = stmt_For
-
-    def stmt_While(self, node: ast.While) -> None:
-        self.eval(node.test)
-        self.depth += 1
-        self.loop_depth += 1
-        self.passes.append(loops.enter(node, node.body, self.env, REQUEST_METHODS))
-        for _ in range(2):
-            self.run_block(node.body)
-        self._leave_loop()
-        self.run_block(node.orelse)
-        self.depth -= 1
-        self.loop_depth -= 1
-
-    def grown(self, name: str | None, node: ast.AST, *added: Val) -> tuple[Taint, ...]:
-        """The per-turn taint of ``name`` grown at ``node`` in a loop that carries it (loops.py),
-        or in a method that grows its object's list on each call; none when what is added is a
-        conversation's message (the history grows by design)."""
-        if loops.history(*added):
-            return ()
-        return (self.passes and loops.carried(self.passes, name, node, self.m)) or (
-            () if self.frozen or self.ref is None else loops.per_call(self.ref, name, node, self.m, self.per_call_growth))
-
-    def _leave_loop(self) -> None:
-        frame = self.passes.pop()
-        loops.leave(frame, self.env)
-        if self.cls is not None:
-            loops.leave(frame, self.cls.attrs)
 
     def stmt_With(self, node: ast.With) -> None:
         for item in node.items:
@@ -397,13 +339,21 @@ class Statements:
 
     def check_content_write(self, target: ast.AST, val: Val, message_val: Val | None = None) -> None:
         """``messages[0]["content"] += memory`` under ``if messages[0]["role"] == "system":`` (or
-        into a message built as a system message): the system message is edited in place.
-        ``message_val``: the message, when the caller has evaluated it already."""
+        into a message built as a system message, or into the head of a list named for a
+        conversation, `conversation_history[0]["content"] = prompt`): the system message is edited
+        in place. ``message_val``: the message, when the caller has evaluated it already."""
         message = _content_of(target)
         if message is None:
             return
-        if self.role_branch or is_system_message(message_val if message_val is not None else self.eval(message)):
+        if self.role_branch or self._conversation_head(message) or is_system_message(
+                message_val if message_val is not None else self.eval(message)):
             self.sink_value(val, target, "value", "system message (edited in place)")
+
+    def _conversation_head(self, message: ast.AST) -> bool:
+        if not (isinstance(message, ast.Subscript) and isinstance(message.slice, ast.Constant) and message.slice.value == 0):
+            return False
+        listed = message.value.attr if isinstance(message.value, ast.Attribute) else getattr(message.value, "id", None)
+        return bool(listed and self.m.catalog.source_newest_of.match(listed))
 
     # -------------------------------------------------------------- assignment
     def assign(self, target: ast.AST, val: Val, stmt: ast.AST, weak: bool = False) -> None:
@@ -533,26 +483,6 @@ class Statements:
                 lambda t: loops.origin(t) not in grew) if grew else self.env[name]
 
 
-def _newest_first(node: ast.AST, newest) -> bool:
-    """``for m in reversed(messages): if m["role"] == "user": return m["content"]``: a search of
-    the conversation from its newest end that stops at the first match (cached on the loop)."""
-    found = getattr(node, "_promptlint_newest", None)
-    if found is None:
-        it = getattr(node, "iter", None)
-        if isinstance(it, ast.Call) and getattr(it.func, "id", None) == "reversed" and len(it.args) == 1:
-            it = it.args[0]
-        elif (isinstance(it, ast.Subscript) and isinstance(it.slice, ast.Slice) and it.slice.lower is None
-              and isinstance(it.slice.step, ast.UnaryOp) and isinstance(it.slice.step.operand, ast.Constant)
-              and it.slice.step.operand.value == 1):
-            it = it.value
-        else:
-            it = None
-        listed = it.attr if isinstance(it, ast.Attribute) else getattr(it, "id", None)
-        found = node._promptlint_newest = bool(listed and newest.match(listed)) and any(
-            isinstance(n, (ast.Return, ast.Break)) for stmt in node.body for n in ast.walk(stmt))
-    return found
-
-
 def _state_update(value: ast.AST) -> int:
     """1 for a returned ``{"messages": [...]}`` without a ``model``: an agent graph's (or its
     middleware's) state update, whose messages the graph appends to the conversation."""
@@ -562,7 +492,7 @@ def _state_update(value: ast.AST) -> int:
     return int("messages" in keys and "model" not in keys)
 
 
-def _joined(before: dict[str, Val], a: dict[str, Val], b: dict[str, Val]) -> dict[str, Val]:
+def joined(before: dict[str, Val], a: dict[str, Val], b: dict[str, Val]) -> dict[str, Val]:
     """The environment after two branches: a name either branch changed holds both values, with
     the structure (items, keys) of the branch that changed it (`msgs.append(system)` under an `if`)."""
     out = dict(a)

@@ -36,6 +36,8 @@ class Taint(NamedTuple):
     fix: Fix | None = None
     report_at: TraceStep | None = None  # template line: report there instead of at the sink
     role_only: bool = False  # a parameter taint picked out by a role dispatch (`if m["role"] == "system"`)
+    other_role: bool = False  # came in a message of another role (a reply appended to a history): not a system message
+    reply: bool = False  # the model's reply: per turn only in the loop that received it (calls.py `_reply`)
     unread: bool = False  # a file's name, not yet its content: what varies is read later, when it is used
     needs: str = ""  # a run-state field: a leak only if the conversation writes it (run_state.py)
     appended: bool = False  # added at the end of a list of unknown items: not what `xs[0]` reads
@@ -197,7 +199,7 @@ def _join_keys(a: dict | None, b: dict | None) -> dict | None:
 def system_only(taints: tuple[Taint, ...]) -> tuple[Taint, ...]:
     """Taints picked out by a test for the system role: a parameter's stand for its system
     messages only (``Taint.role_only``), a concrete one stays what it is."""
-    return tuple(t._replace(role_only=True) if t.param >= 0 else t for t in taints)
+    return tuple(t._replace(role_only=True) if t.param >= 0 else t for t in taints if not t.other_role)
 
 
 def holds_template(val: Val, depth: int = 0) -> bool:
