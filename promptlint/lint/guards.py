@@ -39,6 +39,22 @@ def set_test(test: ast.AST) -> tuple[ast.AST, bool]:
     return test, False
 
 
+#: Calls that only measure a prompt: a message list built for them is never sent (``/tokens``).
+COUNTING_CALLS = re.compile(r"^(len|tokenize|encode|count_\w*tokens\w*|num_tokens\w*|"
+                            r"(?:get|calc|calculate|compute|estimate|measure)_(?:num_)?(?:\w+_)?(?:tokens?|size|length)(?:_count|_len)?"
+                            r"|\w*tokens?_count\w*)$")
+
+
+#: Names of records that describe something (a plugin's `info["usage"]`, a command's help): their
+#: fields are fixed text, not a response's per-request fields of the same name.
+_DESCRIPTIONS = re.compile(r"(?i)(?:^|_)(?:info|meta|metadata|manifest|spec|schema|config|cfg|settings|help|doc|docs"
+                           r"|plugin|command|cmd|tool|card)s?$")
+
+
+def describes(name: str | None) -> bool:
+    return bool(name) and _DESCRIPTIONS.search(name) is not None
+
+
 def unset_test(test: ast.AST) -> str | None:
     """The attribute a get-or-create test checks (``self.x is None``, ``not self.x``), else None."""
     test, unset = set_test(test)

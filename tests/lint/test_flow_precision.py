@@ -668,11 +668,11 @@ from planner.models import ToolResult
 
 
 def run_tool(tool, args):
-    start = time.perf_counter()
+    start = time.time()
     value = tool(**args)
     if %s:
-        return ToolResult(%s, duration=time.perf_counter() - start)
-    return ToolResult(%s, duration=time.perf_counter() - start)
+        return ToolResult(%s, duration=time.time() - start)
+    return ToolResult(%s, duration=time.time() - start)
 
 
 def step(client, tool, args, variables):

@@ -688,3 +688,36 @@ def chat(ai):
 def test_a_conversation_built_when_a_local_is_unset_in_its_loop_is_built_once(reset, expected):
     # Kept across the loop's passes, the list is built on the first turn only; reset each pass, on every turn.
     assert codes(LAZY.format(reset=reset)) == expected
+
+
+def test_any_librarys_datetime_class_read_for_now_is_the_clock():
+    source = '''from zhDateTime import DateTime
+
+
+def get_prompt():
+    return [{"role": "system", "content": f"Now: {DateTime.now():%H:%M:%S}"}]
+'''
+    assert codes(source) == ["PC101"]
+
+
+@pytest.mark.parametrize("budget", ["time.monotonic() + 5", "deadline - time.time()"])
+def test_a_time_limit_on_a_call_is_not_what_it_returns(budget):
+    # `asyncio.wait_for(task, timeout=...)`: how long the summary may take, not its text; and a
+    # monotonic clock has no calendar meaning to put in a prompt.
+    source = f'''import asyncio
+import time
+
+
+async def reply(describe, image, deadline):
+    summary = await asyncio.wait_for(describe(image), timeout={budget})
+    return [{{"role": "system", "content": f"The image shows: {{summary}}"}}]
+'''
+    assert codes(source) == []
+
+
+@pytest.mark.parametrize(("read", "expected"), [("info['usage']", []), ("response.usage", ["PC401"])])
+def test_a_plugins_usage_text_is_not_a_responses_token_usage(read, expected):
+    source = f'''def tool_schema(info, response):
+    return [{{"role": "system", "content": f"Plugin help: {{{read}}}"}}]
+'''
+    assert codes(source) == expected

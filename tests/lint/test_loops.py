@@ -401,3 +401,23 @@ def once(task):
 '''
     # In the loop, each pass's system prompt holds a new plan; a one-off request's does not repeat.
     assert [(line, code) for line, code, _ in found(body)] == [(line_of(body, '        ask(f"Follow: {plan}", task)'), "PC401")]
+
+
+@pytest.mark.parametrize(("write", "reported"), [
+    ('prompt["Main Instructions"] = {}\n    prompt["Main Instructions"] |= extra', False),  # the same key set again
+    ("prompt[len(prompt)] = extra", True),  # a new key on each call
+    ('prompt["Notes"] += [extra]', True),  # a list under a key, one longer on each call
+])
+def test_a_helper_that_sets_a_key_it_names_does_not_grow_its_argument(write, reported):
+    body = f'''
+
+def query(prompt, extra):
+    {write}
+    return ask(str(prompt), "go")
+
+
+def retry(prompt):
+    for _ in range(3):
+        answer = query(prompt, {{"format": "json"}})
+'''
+    assert bool(found(body)) == reported

@@ -205,3 +205,25 @@ def follow_up(request):
     return {listed}
 '''
     assert [(d.line, d.code) for d in lint_source(text, "chat.py")] == ([(10, "PC101")] if reported else [])
+
+
+
+MEASURED = '''import time
+
+
+def count_message_tokens(messages):
+    return sum(len(m["content"]) for m in messages)
+
+
+def chat_with_ai(system_prompt, history, user_input, plugin_note):
+    sequence = [{"role": "system", "content": system_prompt}, *history, {"role": "user", "content": user_input}]
+    budget = count_message_tokens([{"role": "system", "content": f"{plugin_note} at {time.time()}"}])
+    return sequence, budget
+'''
+
+
+def test_a_message_built_inside_a_measuring_call_is_not_sent():
+    # `count_message_tokens([{"role": "system", ...}])`: measured, never sent.
+    assert lint_source(MEASURED, "chat.py") == []
+    sent = MEASURED.replace("count_message_tokens([", "send([")
+    assert [d.code for d in lint_source(sent, "chat.py")] == ["PC101"]

@@ -37,11 +37,16 @@ _METADATA_KEYWORD = re.compile(r"^(created|updated|modified|timestamp|(created|u
                                r"last_(updated|modified))$")
 
 
+#: A time limit put on a call (``asyncio.wait_for(task, timeout=budget)``, ``deadline=``, ``ttl=``):
+#: it decides how long the call may take, not what comes back.
+_LIMIT_KEYWORD = re.compile(r"^(timeout|deadline|ttl|expires?|expiry|max_wait|wait|delay|interval)(_\w+)?$|^\w+_(timeout|deadline)$")
+
+
 def passed(keyword: str, val: Val, callee: str, renders: bool) -> tuple[Taint, ...]:
     """The taints an argument passes into the result of a call the analysis cannot see into."""
     if renders:
         return val.taints  # `.format(session_id=...)`: every variable may be rendered
-    if _KEY_KEYWORD.match(keyword) or _TELEMETRY_KEYWORD.match(keyword) or (
+    if _KEY_KEYWORD.match(keyword) or _TELEMETRY_KEYWORD.match(keyword) or _LIMIT_KEYWORD.match(keyword) or (
             callee[:1].isupper() and _METADATA_KEYWORD.match(keyword)):
         return ()
     if _SELECTOR_KEYWORD.match(keyword):

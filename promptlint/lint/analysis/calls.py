@@ -12,6 +12,7 @@ from promptlint.lint.analysis.rendered import rendered_callables, stuffed, subst
 from promptlint.lint.analysis.sinks import (REQUEST_METHODS, asked_with_conversation, asks_model, before_history, entry_node,
                                             posts_request, role_of, system_side, system_text)
 from promptlint.lint.diagnostic import Fix
+from promptlint.lint.guards import COUNTING_CALLS, callee_name
 
 _MUTATORS = arguments.MUTATORS
 _PATTERN_COMPILERS = ("re.compile(", "regex.compile(")  # origin of a compiled pattern's methods
@@ -92,6 +93,7 @@ class Calls:
         if getattr(node.func, "attr", None) in REQUEST_METHODS:
             self.defer_shapes = self.history_adds = 0
         self.defer_shapes += appending or storing  # where a system message lands decides whether it is stable
+        self.defer_shapes += bool(COUNTING_CALLS.match(callee_name(node.func)))  # built to be measured, not sent
         self.history_adds += storing
         try:
             args = [self.eval(a) for a in node.args]

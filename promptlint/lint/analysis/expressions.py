@@ -14,7 +14,7 @@ from promptlint.lint.analysis.sinks import last_system, role_of, system_side, wr
 from promptlint.lint.diagnostic import PARAMETER, Fix, TraceStep
 from promptlint.lint.lifetimes import graph_node
 from promptlint.lint.run_state import state_key, state_object
-from promptlint.lint.guards import picks_system, set_test
+from promptlint.lint.guards import describes, picks_system, set_test
 
 _BUILTINS = frozenset(dir(builtins))
 _TURN_TEXT_ATTRS = {"text", "content", "message", "messages", "query", "input", "prompt", "body", "question"}
@@ -280,7 +280,7 @@ class Expressions:
             # A message of the conversation: who said it and what (a transcript is made of both).
             kind = _message_part(name)
             return Val(base.taints, origin=kind, node=node) if kind else None
-        spec = self.m.catalog.source_fields.get(name)
+        spec = None if describes(_list_name(receiver)) else self.m.catalog.source_fields.get(name)
         what = "field"
         if spec is None and name in ("content", "text") and base.origin == NEWEST:
             specs = self.m.catalog.source_newest_of.match("messages")

@@ -186,8 +186,12 @@ def grown_params(func: ast.AST, params: list[str]) -> frozenset[int]:
             if isinstance(n, ast.Expr) and bare_grower(n.value):
                 target = n.value.func.value
             elif isinstance(n, (ast.Assign, ast.AugAssign)):
+                # (`notes[k] = v` adds a key, `log["lines"] += [x]` a line; `prompt["Main
+                # Instructions"] = {}` sets a key it names, `|=` merges the same keys again)
+                grows = isinstance(n.op, ast.Add) if isinstance(n, ast.AugAssign) else None
                 target = next((t.value for t in getattr(n, "targets", [getattr(n, "target", None)])
-                               if isinstance(t, ast.Subscript)), None)
+                               if isinstance(t, ast.Subscript) and (grows or grows is None
+                                                                    and not isinstance(t.slice, ast.Constant))), None)
             if isinstance(target, ast.Name) and target.id in index and target.id not in copied:
                 found.add(index[target.id])
         func._promptlint_grown = found = frozenset(found)

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import ast
-import re
 
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.sinks import is_system_message
 from promptlint.lint.analysis.values import (RUN_STATE, FunctionRef, Summary, Taint, Val, frozen_ok, as_fallback, chosen,
                                              join, key_of, merge, system_only, user_words)
 from promptlint.lint.diagnostic import CHOOSES, PARAMETER
-from promptlint.lint.guards import (accumulates, callee_name, descendants, ends_pass, first_of_loop, first_pass, picks_system,
-                                    returns_when_set, role_names, role_test, selects, unset_test)
+from promptlint.lint.guards import (COUNTING_CALLS, accumulates, callee_name, descendants, ends_pass, first_of_loop, first_pass,
+                                    picks_system, returns_when_set, role_names, role_test, selects, unset_test)
 from promptlint.lint.run_state import state_key, state_receiver
 
 def _content_of(target: ast.AST) -> ast.AST | None:
@@ -27,10 +26,6 @@ def _content_of(target: ast.AST) -> ast.AST | None:
     return None
 
 
-#: Calls that only measure a prompt: a message list built for them is never sent (``/tokens``).
-_COUNTING_CALLS = re.compile(r"^(len|tokenize|encode|count_\w*tokens\w*|num_tokens\w*|"
-                             r"(?:get|calc|calculate|compute|estimate|measure)_(?:num_)?(?:\w+_)?(?:tokens?|size|length)(?:_count|_len)?"
-                             r"|\w*tokens?_count\w*)$")
 
 
 def counting_only_names(func: ast.AST) -> frozenset[str]:
@@ -47,7 +42,7 @@ def counting_only_names(func: ast.AST) -> frozenset[str]:
             if isinstance(node.ctx, ast.Load):
                 names.append(node)
         elif isinstance(node, ast.Call):
-            if _COUNTING_CALLS.match(callee_name(node.func)):
+            if COUNTING_CALLS.match(callee_name(node.func)):
                 counting.update(id(a) for a in node.args if isinstance(a, ast.Name))
             for part in (node.func, *node.args):
                 if isinstance(part, ast.Attribute) and part.attr in ("append", "extend", "insert"):
