@@ -229,8 +229,8 @@ class Calls:
                 or asks_model(callee, [*args, *kwargs.values()])):
             # `client.messages.create(...)`, `httpx.post(url, json=payload)`: the response is the
             # model's new text, not the request it was sent (a clock in the system prompt is not
-            # in the reply). What the model said differs on every call: per-turn content wherever it
-            # is put next (a plan rendered into the next system prompt).
+            # in the reply). What the model said is new on every call: per-turn content in the loop
+            # that receives it (`_reply`).
             return Val(self._reply(node, callee, [*args, *kwargs.values()], kwargs), origin=call_origin, node=node)
         recv_val = self.eval(node.func.value) if isinstance(node.func, ast.Attribute) else EMPTY
         method = node.func.attr if isinstance(node.func, ast.Attribute) else None
