@@ -39,6 +39,15 @@ def set_test(test: ast.AST) -> tuple[ast.AST, bool]:
     return test, False
 
 
+def written_role(e: ast.expr) -> str | None:
+    """The role a message display spells out (``{"role": "user"}``, ``SystemMessage(...)``)."""
+    if isinstance(e, ast.Dict):
+        role = next((v for k, v in zip(e.keys, e.values) if isinstance(k, ast.Constant) and k.value == "role"), None)
+        return role.value if isinstance(role, ast.Constant) and isinstance(role.value, str) else None
+    name = callee_name(e.func) if isinstance(e, ast.Call) else ""
+    return {"SystemMessage": "system", "HumanMessage": "user", "UserMessage": "user"}.get(name)
+
+
 #: Calls that only measure a prompt: a message list built for them is never sent (``/tokens``).
 COUNTING_CALLS = re.compile(r"^(len|tokenize|encode|count_\w*tokens\w*|num_tokens\w*|"
                             r"(?:get|calc|calculate|compute|estimate|measure)_(?:num_)?(?:\w+_)?(?:tokens?|size|length)(?:_count|_len)?"

@@ -130,11 +130,14 @@ def written_fields(text: str) -> dict[str, list]:
     (The analysis adds the rule code of a real source written there: [line, column, code].)"""
     found: dict[str, list] = {}
     for receiver, name, offset in _writes(text):
-        line_start = text.rfind("\n", 0, offset) + 1
         holder = receiver.rstrip(".").split(".")
         # A state object's field also by its holder (`shared_state.app_card`): what its reader needs.
-        for key in (name, *([f"{holder[1]}.{name}"] if len(holder) == 2 and holder[0] == "self" else ())):
-            found.setdefault(key, [text.count("\n", 0, offset) + 1, offset - line_start + 1])
+        keys = [key for key in (name, *([f"{holder[1]}.{name}"] if len(holder) == 2 and holder[0] == "self" else ()))
+                if key not in found]
+        if keys:  # (where a write is: counted only for a field's first)
+            line_start = text.rfind("\n", 0, offset) + 1
+            for key in keys:
+                found[key] = [text.count("\n", 0, offset) + 1, offset - line_start + 1]
     return found
 
 

@@ -10,11 +10,11 @@ from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.values import (EMPTY, HISTORY, NEWEST, RUN_STATE, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join,
                                              as_fallback, holds_template, key_of, merge, narrowed, read_at, system_only)
 from promptlint.lint.analysis.rendered import JINJA_CODES, JINJA_VOLATILE
-from promptlint.lint.analysis.sinks import last_system, role_of, system_side, written_role
+from promptlint.lint.analysis.sinks import last_system, role_of, system_side
 from promptlint.lint.diagnostic import PARAMETER, Fix, TraceStep
 from promptlint.lint.lifetimes import graph_node
 from promptlint.lint.run_state import state_key, state_object
-from promptlint.lint.guards import describes, picks_system, set_test
+from promptlint.lint.guards import describes, picks_system, set_test, written_role
 
 _BUILTINS = frozenset(dir(builtins))
 _TURN_TEXT_ATTRS = {"text", "content", "message", "messages", "query", "input", "prompt", "body", "question"}

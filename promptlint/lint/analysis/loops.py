@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from promptlint.lint.analysis.values import Taint, Val
-from promptlint.lint.guards import GROWERS, callee_name, converses, descendants, self_attribute
+from promptlint.lint.guards import GROWERS, callee_name, converses, descendants, self_attribute, written_role
 
 #: The per-turn family: a value that differs between the requests a loop sends.
 CODE = "PC401"
@@ -36,6 +36,7 @@ class Pass:
     sends: bool  # the body calls a request method itself (`completion(...)`, `.create(...)`)
     leaving: frozenset[int]  # ids of the nodes in a block that ends the loop (`...; break`)
     converses: bool  # the body reads the user's next message (`input()`, `ws.receive_text()`)
+    runs: int  # how often the analysis evaluates the body: twice, once when it always leaves
     sources: set = field(default_factory=set)  # (path, line, column) of the taints given out
     replies: set = field(default_factory=set)  # and of the model's replies received in it (calls.py)
     broken: list = field(default_factory=list)  # the environments of the branches that `break` out of it
@@ -47,7 +48,7 @@ def enter(node: ast.AST, body: list[ast.stmt], env: dict[str, Val], request_meth
     if found is None:
         sends = any(isinstance(n, ast.Call) and callee_name(n.func) in request_methods
                     for stmt in body for n in ast.walk(stmt))
-        found = node._promptlint_loop = (_bound_afresh(node, body), sends, _leaving(body), converses(body))
+        found = node._promptlint_loop = (_bound_afresh(node, body), sends, _leaving(body), converses(body), _runs(body))
     return Pass(node, frozenset(env), *found)
 
 
@@ -80,9 +81,7 @@ def _leaving(body: list[ast.stmt]) -> frozenset[int]:
             leaving = False
         for stmt in block:
             nested = inner or isinstance(stmt, _LOOPS)
-            subs = [sub for name in ("body", "orelse", "finalbody")
-                    if isinstance(sub := getattr(stmt, name, None), list) and sub and isinstance(sub[0], ast.stmt)]
-            subs += [part.body for part in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ()))]
+            subs = _blocks(stmt)
             if not subs and leaving:
                 out.update(id(n) for n in ast.walk(stmt))
             for sub in subs:
@@ -90,6 +89,29 @@ def _leaving(body: list[ast.stmt]) -> frozenset[int]:
 
     visit(body, False, False)
     return frozenset(out)
+
+
+def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists a compound statement holds: its body, ``else``, ``finally``, handlers, cases."""
+    subs = [sub for name in ("body", "orelse", "finalbody")
+            if isinstance(sub := getattr(stmt, name, None), list) and sub and isinstance(sub[0], ast.stmt)]
+    return subs + [part.body for part in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ()))]
+
+
+def _runs(body: list[ast.stmt]) -> int:
+    """How often a loop's body is evaluated: twice (what a pass binds late reaches the next pass's
+    start), or once when it always leaves after its first pass (``...; break`` with no
+    ``continue`` of its own): nothing it binds reaches another pass."""
+    if not body or not isinstance(body[-1], (ast.Break, ast.Return, ast.Raise)):
+        return 2
+    return 2 if _continues(body) else 1
+
+
+def _continues(block: list[ast.stmt]) -> bool:
+    """Whether a loop's body goes on to its next pass somewhere (``continue``), not counting the
+    loops, functions and classes nested in it."""
+    return any(isinstance(stmt, ast.Continue) or not isinstance(stmt, (*_LOOPS, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+               and any(_continues(sub) for sub in _blocks(stmt)) for stmt in block)
 
 
 def carried(passes: list[Pass], name: str | None, node: ast.AST, module) -> tuple[Taint, ...]:
@@ -392,6 +414,4 @@ def _fresh_run(value: ast.AST) -> bool:
     """``[{"role": "system", ...}, {"role": "user", ...}]``: a conversation that starts here."""
     if not (isinstance(value, ast.List) and len(value.elts) == 2 and all(isinstance(e, ast.Dict) for e in value.elts)):
         return False
-    roles = [next((v.value for k, v in zip(e.keys, e.values) if isinstance(k, ast.Constant) and k.value == "role"
-                   and isinstance(v, ast.Constant)), None) for e in value.elts]
-    return roles == ["system", "user"]
+    return [written_role(e) for e in value.elts] == ["system", "user"]

@@ -30,7 +30,7 @@ class Passes:
             self.role_elements.append((target, self.element_of(node.iter, picked), node))
         if isinstance(target, ast.Name):
             self.loop_targets.append((target.id, node))
-        for _ in range(_passes(body)):  # twice: values assigned late in the body flow to its start
+        for _ in range(self.passes[-1].runs):  # (twice: values assigned late in the body flow to its start)
             if target is not None:
                 # Each iteration rebinds the target: what the body later assigns to the same
                 # name (`language = code_dict["language"]`) does not flow into the next element.
@@ -60,7 +60,7 @@ class Passes:
         self.depth += 1
         self.loop_depth += 1
         self.passes.append(loops.enter(node, node.body, self.env, REQUEST_METHODS))
-        for _ in range(_passes(node.body)):
+        for _ in range(self.passes[-1].runs):
             self.run_block(node.body)
             self._next_pass()
         self._leave_loop()
@@ -123,21 +123,3 @@ def _newest_first(node: ast.AST, newest) -> bool:
             isinstance(n, (ast.Return, ast.Break)) for stmt in node.body for n in ast.walk(stmt))
     return found
 
-
-def _passes(body: list[ast.stmt]) -> int:
-    """How often a loop's body is evaluated: twice, or once when it always leaves after its first
-    pass (``...; break`` with no ``continue`` of its own before): nothing it binds reaches another
-    pass."""
-    if not body or not isinstance(body[-1], (ast.Break, ast.Return, ast.Raise)):
-        return 2
-    return 2 if any(isinstance(n, ast.Continue) for n in _own_statements(body)) else 1
-
-
-def _own_statements(body: list[ast.stmt]):
-    """The statements of a loop's body, not those of the loops nested in it."""
-    for stmt in body:
-        yield stmt
-        if not isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for name in ("body", "orelse", "finalbody", "handlers", "cases"):
-                for sub in getattr(stmt, name, None) or ():
-                    yield from _own_statements(getattr(sub, "body", None) if not isinstance(sub, ast.stmt) else [sub])

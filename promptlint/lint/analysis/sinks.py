@@ -478,15 +478,6 @@ def last_system(roles: list[str | None]) -> int | None:
     return last if last and roles[0] == roles[last] == "system" and last < len(roles) - 1 else None
 
 
-def written_role(e: ast.expr) -> str | None:
-    """The role a message display spells out (``{"role": "user"}``, ``SystemMessage(...)``)."""
-    if isinstance(e, ast.Dict):
-        role = next((v for k, v in zip(e.keys, e.values) if isinstance(k, ast.Constant) and k.value == "role"), None)
-        return role.value if isinstance(role, ast.Constant) and isinstance(role.value, str) else None
-    name = callee_name(e.func) if isinstance(e, ast.Call) else ""
-    return {"SystemMessage": "system", "HumanMessage": "user", "UserMessage": "user"}.get(name)
-
-
 def role_of(val: Val | None) -> str | None:
     """``"system"``, ``Role.SYSTEM``, ``MessageRole.DEVELOPER.value``: the role a message says it has."""
     if val is None:
@@ -529,8 +520,7 @@ _ASKS_MODEL = re.compile(r"(?i)llm|generat|complet|chat|respon")
 def asks_model(name: str, args: list) -> bool:
     """An unknown callable named for asking a model and handed a conversation (a list of role
     messages): what comes back is the model's answer, not the messages."""
-    return bool(_ASKS_MODEL.search(name)) and "template" not in name and any(
-        a.items and any(i.keys is not None and "role" in i.keys for i in a.items) for a in args)
+    return bool(_ASKS_MODEL.search(name)) and "template" not in name and _holds_messages(args)
 
 
 #: Keywords that hand a request its conversation or prompt: what comes back is the model's reply.
@@ -539,9 +529,14 @@ _ASKED_WITH = frozenset({"messages", "contents", "input", "prompt", "system", "i
 
 def asked_with_conversation(kwargs: dict, vals: list) -> bool:
     """A request call handed a conversation or a prompt (``messages=``, a list of role messages)."""
-    return bool(_ASKED_WITH.intersection(kwargs)) or any(
-        a.items and any(i.keys is not None and "role" in i.keys or "Message" in (i.origin or "") for i in a.items)
-        for a in vals)
+    return bool(_ASKED_WITH.intersection(kwargs)) or _holds_messages(vals, by_class=True)
+
+
+def _holds_messages(vals: list, by_class: bool = False) -> bool:
+    """Whether one of ``vals`` is a list of role messages (dicts with a role; with ``by_class``,
+    ``*Message`` objects too)."""
+    return any(a.items and any(i.keys is not None and "role" in i.keys or by_class and "Message" in (i.origin or "")
+                               for i in a.items) for a in vals)
 
 
 def posts_request(node: ast.Call, env: dict) -> bool:
