@@ -22,7 +22,7 @@ from promptlint.lint.flows import one_per_flow
 from promptlint.lint.notebook import is_notebook, notebook_source
 from promptlint.lint.literal_search import names_test
 from promptlint.lint.run_state import resolve as resolve_run_state, written_fields
-from promptlint.lint.source import SourceError, decode_source, display_path, parse_python
+from promptlint.lint.source import SourceError, decode_source, display_path, generator_template, parse_python
 
 _IMPORT_NAMES = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))", re.MULTILINE)
 PARALLEL_THRESHOLD = 48  # files to read; below this a pool costs more than it saves
@@ -72,19 +72,13 @@ def read_text(path: str, max_bytes: int) -> tuple[str | None, Diagnostic | None]
     return text, None
 
 
-def _generator_template(path: str, text: str) -> bool:
-    """A project generator's template (cookiecutter's ``{{cookiecutter.project_slug}}/app.py``, a
-    file of Jinja ``{% if %}`` blocks): not Python source, so its parse failure is not PC001."""
-    return "{{" in path or "{%" in text
-
-
 def analyze_file(path: str, text: str, project, extra_names: frozenset[str] = frozenset()) -> FileResult:
     """Analyse one file fully; any failure becomes a diagnostic for this file only."""
     try:
         # A file another one called into is parsed already: its analysis is reused as it is.
         tree = None if project.is_built(path) else parse_python(text, path)
     except SyntaxError as exc:
-        if _generator_template(path, text):
+        if generator_template(path, text):
             return FileResult(analyzed=True)
         return FileResult([_meta(path, "PC001", f"{exc.msg}", exc.lineno or 1, max(exc.offset or 1, 1))], analyzed=True)
     except (ValueError, MemoryError, RecursionError) as exc:

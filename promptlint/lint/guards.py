@@ -65,7 +65,10 @@ def describes(name: str | None) -> bool:
 
 
 def unset_test(test: ast.AST) -> str | None:
-    """The attribute a get-or-create test checks (``self.x is None``, ``not self.x``), else None."""
+    """The attribute a get-or-create test checks (``self.x is None``, ``not self.x``; also as one
+    condition of several, ``self.x is None and self.config``), else None."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return next((found for value in test.values if (found := unset_test(value)) is not None), None)
     test, unset = set_test(test)
     if not unset:
         return None

@@ -17,7 +17,7 @@ from promptlint.lint.analysis.module import is_abstract
 from promptlint.lint.catalog import Catalog
 from promptlint.lint.diagnostic import TraceStep
 from promptlint.lint.discover import import_roots  # noqa: F401 - where the roots come from, re-exported
-from promptlint.lint.source import SourceError, decode_source, display_path, parse_python
+from promptlint.lint.source import SourceError, decode_source, display_path, generator_template, parse_python
 
 _TEMPLATE_DIRS = ("", "templates", "prompts", "prompt", "config", "configs")
 
@@ -126,7 +126,8 @@ class Project:
             try:
                 tree = parse_python(text, path)
             except SyntaxError as exc:
-                self.failed[path] = ("PC001", exc.msg, exc.lineno or 1, max(exc.offset or 1, 1))
+                if not generator_template(path, text):  # (a template is no Python: no PC001, engine.py)
+                    self.failed[path] = ("PC001", exc.msg, exc.lineno or 1, max(exc.offset or 1, 1))
                 return None
             except (ValueError, RecursionError, MemoryError) as exc:
                 self.failed[path] = ("PC001", str(exc) or type(exc).__name__, 1, 1)

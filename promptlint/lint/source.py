@@ -79,6 +79,12 @@ def display_path(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
+def generator_template(path: str, text: str) -> bool:
+    """A project generator's template (cookiecutter's ``{{cookiecutter.project_slug}}/app.py``, a
+    file of Jinja ``{% if %}`` blocks): not Python source, so its parse failure is not PC001."""
+    return "{{" in path or "{%" in text
+
+
 def parse_python(text: str, path: str):
     """``ast.parse`` without printing the compiler's SyntaxWarnings about the user's code."""
     import ast

@@ -590,7 +590,8 @@ class Chat:
     assert codes(source.replace("if not self.messages:", "if text:")) == ["PC101"]
 
 
-def test_a_prompt_builder_called_only_in_a_get_or_create_branch_runs_once(tmp_path):
+@pytest.mark.parametrize("test", ["self._chat is None", "self._chat is None and self._tools"])
+def test_a_prompt_builder_called_only_in_a_get_or_create_branch_runs_once(tmp_path, test):
     (tmp_path / "prompt.py").write_text('''from datetime import datetime
 
 
@@ -611,10 +612,10 @@ class Agent:
             system_prompt = build_system_prompt(self._tools)
             self._chat = self._factory(system_prompt=system_prompt)
         return await self._chat.send(task)
-''')
+'''.replace("self._chat is None", test))
     found = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1).diagnostics
     assert found == []
-    (tmp_path / "agent.py").write_text((tmp_path / "agent.py").read_text().replace("if self._chat is None:", "if task:"))
+    (tmp_path / "agent.py").write_text((tmp_path / "agent.py").read_text().replace(f"if {test}:", "if task:"))
     found = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1).diagnostics
     assert [d.code for d in found] == ["PC101"]
 

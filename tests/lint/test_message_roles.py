@@ -227,3 +227,28 @@ def test_a_message_built_inside_a_measuring_call_is_not_sent():
     assert lint_source(MEASURED, "chat.py") == []
     sent = MEASURED.replace("count_message_tokens([", "send([")
     assert [d.code for d in lint_source(sent, "chat.py")] == ["PC101"]
+
+
+PICKED = '''import datetime
+
+
+def send(client, messages):
+    today = datetime.date.today().strftime("%A, %Y-%m-%d")
+    system_msg = None
+    for m in messages:
+        if m.get("role") == "system":
+            system_msg = m
+            break
+    if system_msg:
+        old = system_msg.get("content")
+        system_msg["content"] = f"Today is {today}.\\n\\n{old}"
+    return client.chat.completions.create(model="x", messages=messages)
+'''
+
+
+@pytest.mark.parametrize(("test", "expected"), [('m.get("role") == "system"', [("PC101", 13)]),
+                                                ('m.get("role") == "user"', [])])
+def test_a_message_picked_by_its_system_role_is_edited_in_place_later(test, expected):
+    # The loop keeps the system message in a local; the edit after the loop is the sink.
+    source = PICKED.replace('m.get("role") == "system"', test)
+    assert [(d.code, d.line) for d in lint_source(source, "client.py")] == expected

@@ -4,6 +4,8 @@ builders that keep state, lifetimes, newer syntax."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from promptlint.lint.engine import lint_paths, lint_source
@@ -179,6 +181,19 @@ def build_system_prompt():
 ''') == ["PC101"]
 
 
+def test_a_clock_that_chooses_which_text_a_helper_returns_is_a_source():
+    assert codes('''from datetime import datetime
+
+def greeting():
+    if datetime.now().hour < 12:
+        return "Good morning."
+    return "Good evening."
+
+def build_system_prompt():
+    return "You are a concierge. " + greeting()
+''') == ["PC101"]
+
+
 def test_path_glob_as_a_method_is_an_ordering_source():
     assert codes('''from pathlib import Path
 
@@ -271,6 +286,23 @@ def test_a_template_that_calls_a_builder_is_not_pc001_in_its_folder_either(tmp_p
     for target in (tmp_path / "main.py", tmp_path):
         report = lint_paths([str(target)], Settings(root=str(tmp_path)), use_cache=False, jobs=1)
         assert report.diagnostics == []
+
+
+def test_a_template_module_read_as_a_helper_is_not_pc001(tmp_path):
+    # An analysed file may reach a template module as a helper (a method looked up by name in
+    # what it imports): the template does not parse, and gets no verdict that way either.
+    from promptlint.lint.catalog import load_catalog, rule_files
+    from promptlint.lint.project import Project
+
+    package = tmp_path / "{{cookiecutter.slug}}"
+    package.mkdir()
+    (package / "names.py").write_text("{%- if cookiecutter.x %}\nNAME = 'x'\n{%- endif %}\n")
+    (tmp_path / "broken.py").write_text("NAME = (\n")
+    settings = Settings(root=str(tmp_path))
+    project = Project(load_catalog(rule_files(settings), settings.memory_files), [str(tmp_path)])
+    assert project.analysis(str(package / "names.py")) is None
+    assert project.analysis(str(tmp_path / "broken.py")) is None
+    assert [os.path.basename(path) for path in project.failed] == ["broken.py"]
 
 
 # ------------------------------------------------------------ system message edited in place
@@ -513,6 +545,45 @@ async def agent(state, llm, tools):
 '''
     found = lint_source(source)
     assert [(d.code, d.trace[0].line) for d in found] == [("PC101", 11)]
+
+
+
+def test_a_system_template_a_helper_returns_is_filled_where_it_is_invoked():
+    # The chain is built in one function (a "chains" module) and invoked in a graph node.
+    source = '''from datetime import datetime
+
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+
+CARD = "You are Ava. It is {current_time}."
+
+
+def get_chain(model):
+    prompt = ChatPromptTemplate.from_messages([("system", CARD), MessagesPlaceholder(variable_name="messages")])
+    return prompt | model
+
+
+async def conversation_node(state, model):
+    chain = get_chain(model)
+    return await chain.ainvoke({"messages": state["messages"], "current_time": datetime.now().isoformat()})
+'''
+    assert [(d.code, d.trace[0].line) for d in lint_source(source)] == [("PC101", 15)]
+
+
+def test_a_regular_expression_is_not_the_template_it_edits():
+    # `re.sub` returns the edited text: its pattern's `{x}` is not a placeholder of the prompt.
+    source = '''import re
+from datetime import datetime
+
+
+class Command:
+    def build_prompt(self, template: str) -> str:
+        template = re.sub(r"\\{(!\\w+)_model\\}", "a model", template)
+        return template.format(current_time=datetime.now().strftime("%H:%M"))
+
+    async def handle(self, context):
+        return await self.agent.run_actor(context, system_prompt=self.build_prompt(self.template))
+'''
+    assert [(d.code, d.trace[0].line) for d in lint_source(source)] == [("PC101", 8)]
 
 
 # ----------------------------------- a conversation's history rendered into a classifier's prompt

@@ -389,3 +389,34 @@ def test_the_write_of_a_run_state_field_is_shown_relative_like_the_finding(tmp_p
     (d,) = lint_paths([str(tmp_path / "pkg")], Settings(root=str(tmp_path)), use_cache=False, jobs=1).diagnostics
     assert d.path == str(Path("pkg", "host.py")) and d.trace[0].path == d.path
     assert d.message.endswith("written while the conversation runs (line 23)")
+
+
+def test_run_state_read_in_one_branch_is_reported_at_that_branch_return(tmp_path):
+    # The chunks are read on the branch that returns them; the other branch's return does not
+    # carry them (it was reported there, at the function's last return, with a wrong trace).
+    source = '''from pydantic_ai import Agent, RunContext
+
+agent = Agent("openai:gpt-4o")
+
+
+@agent.instructions
+def instructions(ctx: RunContext) -> str:
+    base = f"You answer questions. Status: {ctx.deps.state.status}"
+    if ctx.deps.state.chunks:
+        summary = f"Chunks: {len(ctx.deps.state.chunks)}"
+        for chunk in ctx.deps.state.chunks[:5]:
+            summary += f"{chunk.title}"
+        return base + summary
+    else:
+        return base + " No chunks."
+
+
+@agent.tool
+def search(ctx: RunContext, q: str) -> str:
+    ctx.deps.state.chunks = find(q)
+    ctx.deps.state.status = "searched"
+    return "ok"
+'''
+    found = lint_tree(tmp_path, {"agent.py": source})
+    assert [(d.line, d.code) for d in found] == [(13, "PC401")]
+    assert {"`status`", "`chunks`"} <= {part for d in found for part in d.message.split() if part.startswith("`")}

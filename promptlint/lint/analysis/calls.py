@@ -17,6 +17,7 @@ from promptlint.lint.guards import COUNTING_CALLS, callee_name
 _MUTATORS = arguments.MUTATORS
 _PATTERN_COMPILERS = ("re.compile(", "regex.compile(")  # origin of a compiled pattern's methods
 _ORDERED_CONSUMERS = {"builtins.list", "builtins.tuple", "builtins.enumerate", "builtins.iter", "builtins.next"}
+_REGEX_CALLS = {"re.sub", "re.subn"}
 _TEMPLATE_METHODS = {"format", "format_map", "render", "substitute", "safe_substitute", "partial", "invoke", "ainvoke",
                      "aformat", "format_messages", "aformat_messages", "format_prompt", "aformat_prompt",
                      "render_async", "async_render", "async_render_with_possible_json_value"}
@@ -265,7 +266,9 @@ class Calls:
             arg_taints = merge(*(a.taints for a in args[1:]), *(v.taints for v in kwargs.values()))
         taints = merge(recv_val.taints, arg_taints)
         # Template text travels through reads, loads and string methods (``yaml.safe_load(path.read_text())``).
-        template = recv_val.template or next((a.template for a in args if a.template is not None), None)
+        # (A regular expression is no template: `re.sub(r"\{x\}", fill, text)` edits `text`.)
+        texts = args[1:] if origin in _REGEX_CALLS else args
+        template = recv_val.template or next((a.template for a in texts if a.template is not None), None)
         # A library record built by keyword (`ToolResult(result=r, duration=t)`): `.result` is r only.
         result = Val(taints, origin=call_origin, node=node, template=template,
                      keys=dict(kwargs) if kwargs and not splat and callee[:1].isupper() and not callee.isupper() else None)
@@ -531,7 +534,8 @@ class Calls:
         ret = summary.ret.keep_deep(lambda t: t.param < 0) if summary.replies else summary.ret
         shaped = structure(ret)
         return Val(shaped.taints, origin=ret.origin if ret.origin and ret.origin.startswith("@") else f"{ref.qualname}()",
-                   items=shaped.items, keys=shaped.keys, func=ret.func, node=node, template=ret.template)
+                   items=shaped.items, keys=shaped.keys, func=ret.func, node=node, template=ret.template,
+                   sink_layer=ret.sink_layer)
 
     def _grown_by_call(self, node: ast.Call, arg: Val | None, position: int, name: str) -> None:
         at = arguments.argument_syntax(node, position, name)

@@ -33,6 +33,7 @@ class FunctionAnalysis(Statements, Passes, Expressions, Calls, Sinks):
         self.role_branch = 0  # > 0 inside `if role == "system":` (a role dispatch)
         self.role_elements: list = []  # (target, system-side element, loop) of the loops over message lists
         self.loop_targets: list = []  # (target name, loop) of the enclosing `for` loops
+        self.system_picks: list[set[str]] = []  # loop targets an enclosing role test picks system messages of
         self.loop_depth = 0  # > 0 inside a loop (a module-level loop runs per request)
         self.sending = 0  # > 0 while checking the arguments of a request-sending call
         self.bare_call = None  # the call of the statement being evaluated, when it is `x.append(...)` alone

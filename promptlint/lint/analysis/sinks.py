@@ -324,8 +324,15 @@ class Sinks:
                 for ret_node in self.return_nodes:
                     self._report_val(self.ret_for(ret_node), ret_node, spec.layer, "value")
                 for taint in state:  # what it reads from the run's context the framework hands it
-                    self._report(taint, self.return_nodes[-1], spec.layer, "value")
+                    self._report(taint, self._return_after(taint), spec.layer, "value")
                 return
+
+    def _return_after(self, taint) -> ast.AST:
+        """The first return at or after the last line of this file ``taint`` passed through: the
+        return that carries it out (not the last one, in another branch)."""
+        lines = [s.line for s in taint.steps if s.path == self.m.path]
+        after = [r for r in self.return_nodes if lines and r.lineno >= max(lines)]
+        return min(after, key=lambda r: r.lineno) if after else self.return_nodes[-1]
 
     def ret_for(self, ret_node: ast.AST) -> Val:
         """The taints of one return expression (re-evaluated in the final environment; else what it
@@ -355,7 +362,7 @@ class Sinks:
             layer = f"{hook} (`{self.cls.name}.{node.name}()`, called by the framework on every run)"
             if not self.run_state:
                 for taint in self.m.run_state_return(self.ref, hook=True).taints:
-                    self._report(taint, self.return_nodes[-1], layer, "value")
+                    self._report(taint, self._return_after(taint), layer, "value")
         if layer is None:
             return
         for ret_node in self.return_nodes:

@@ -202,6 +202,8 @@ class Statements:
         if self.control and isinstance(node.value, ast.Constant) and isinstance(node.value.value, bool):
             # `if k in phrase: return True`: a predicate of this turn's words
             val = val.with_taints(merge(val.taints, self._chosen(clocks=False)))
+        elif self.control and _chosen_text(node, val):  # `if now.hour < 12: return "Good morning"`
+            val = val.with_taints(merge(val.taints, self._chosen(clocks=True)))
         if self.passes:  # what a loop has built so far is returned once, not per pass
             val = val.keep_deep(lambda t: not loops.given(self.passes, t))
         if self.graph_node:
@@ -249,10 +251,12 @@ class Statements:
         self.lazy.append(lazy)
         first = first_pass(node) or int(first_of_loop(node, self.passes[-1].node if self.passes else None))
         self.first_pass += first
+        self.system_picks.append({name for name, _ in picked})
         try:
             self.run_block(node.body)
         finally:
             self.lazy.pop()
+            self.system_picks.pop()
             self.first_pass -= first
         self.role_branch -= dispatch
         taken, self.env = self.env, dict(before)
@@ -367,6 +371,12 @@ class Statements:
             # `if msgs[0]["role"] == "system": instructions = msgs[0]["content"]`: what a parameter
             # gives here is its system message only, as for a sink inside the dispatch.
             val = val.with_taints(system_only(val.taints))
+        if isinstance(target, ast.Name) and isinstance(value := getattr(stmt, "value", None), ast.Name) and (
+                self.system_picks and value.id in self.system_picks[-1]):
+            # `if m.get("role") == "system": system_msg = m; break`: it holds the system message
+            # (`system_msg["content"] = f"{date}\n{old}"` later edits it in place).
+            val = Val(val.taints, origin=val.origin, items=val.items, keys={**(val.keys or {}), "role": Val(const="system")},
+                      node=val.node)
         if isinstance(target, ast.Name):
             step = self.m.step(target, f"assigned to `{target.id}`")
             val = val.with_taints(tuple(t.then(step) for t in val.taints))
@@ -516,7 +526,7 @@ def _object_annotation(annotation: ast.expr | None) -> bool:
 
 
 def _chosen_text(stmt: ast.AST, val: Val) -> bool:
-    """Whether an assignment under a clock test picks a text (``greeting = "Good morning"``,
+    """Whether an assignment or a return under a clock test picks a text (``greeting = "Good morning"``,
     ``note += f"..."``): that choice follows the clock. A value that carries its own data
     (``item = queue.get()``) is what it is, whichever branch assigns it."""
     value = getattr(stmt, "value", None)
