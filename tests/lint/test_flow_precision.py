@@ -973,6 +973,27 @@ def answer(history, query):
     assert bool(lint_source(text, "rag.py")) is reported
 
 
+@pytest.mark.parametrize(("read", "reported"), [('store.read("user")', True), ('config.read("user")', False)])
+def test_a_read_of_a_store_is_what_earlier_turns_wrote_there(read, reported):
+    # A project's own memory store, read per request into the system prompt.
+    text = f'''from openai import OpenAI
+
+from .memory import MemoryStore
+
+client = OpenAI()
+
+
+def system_prompt(ctx):
+    store = config = MemoryStore(ctx)
+    return "You are a writing assistant. User profile: " + {read}
+
+
+def answer(ctx, history):
+    return client.chat.completions.create(model="m", messages=[{{"role": "system", "content": system_prompt(ctx)}}, *history])
+'''
+    assert bool(lint_source(text, "chat.py")) is reported
+
+
 BLOCKS_TO_A_WRAPPER = '''from datetime import datetime
 
 from myapp import llm_client

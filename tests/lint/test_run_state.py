@@ -420,3 +420,24 @@ def search(ctx: RunContext, q: str) -> str:
     found = lint_tree(tmp_path, {"agent.py": source})
     assert [(d.line, d.code) for d in found] == [(13, "PC401")]
     assert {"`status`", "`chunks`"} <= {part for d in found for part in d.message.split() if part.startswith("`")}
+
+
+def test_a_history_of_something_else_than_the_conversation_is_run_state(tmp_path):
+    # A tool appends each search to the run's state; the instructions count them on every call.
+    field = "search_history"
+    source = f'''from pydantic_ai import Agent, RunContext
+
+agent = Agent("openai:gpt-4o")
+
+
+@agent.instructions
+def instructions(ctx: RunContext) -> str:
+    return "Searches so far: {{}}".format(len(ctx.deps.state.{field}))
+
+
+@agent.tool
+def search(ctx: RunContext, q: str) -> str:
+    ctx.deps.state.{field}.append(q)
+    return "ok"
+'''
+    assert [(d.line, d.code) for d in lint_tree(tmp_path, {"agent.py": source})] == [(8, "PC401")]

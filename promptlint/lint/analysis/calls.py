@@ -156,6 +156,12 @@ class Calls:
                 if origin.endswith(".shuffle") and node.args:  # `random.shuffle(examples)`: in place
                     self._update_container(node.args[0], Val(result.taints, origin=args[0].origin, node=args[0].node))
                 return result
+        if isinstance(node.func, ast.Attribute):  # (before file reads: `store.read("user")`, `memory.load()`)
+            receiver = node.func.value
+            name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+            specs = self.m.catalog.source_receiver_methods.match(f"{name}.{node.func.attr}") if name else []
+            if specs:
+                return self._source_result(node, specs[0], node.func.attr, args, kwargs, receiver=func)
         if origin in _CONTENT_READERS or (isinstance(node.func, ast.Attribute) and node.func.attr in _CONTENT_METHODS):
             located = merge(func.taints, *(a.taints for a in args), *(v.taints for v in kwargs.values()))
             # Read here: a file read once (import time, `__init__`) is frozen like any value.
@@ -164,12 +170,6 @@ class Calls:
                             for t in located if not t.code.startswith(_LOCATORS))
             return Val(content, origin=call_origin, node=node,
                        template=func.template or next((a.template for a in args if a.template is not None), None))
-        if isinstance(node.func, ast.Attribute):
-            receiver = node.func.value
-            name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
-            specs = self.m.catalog.source_receiver_methods.match(f"{name}.{node.func.attr}") if name else []
-            if specs:
-                return self._source_result(node, specs[0], node.func.attr, args, kwargs, receiver=func)
         if isinstance(node.func, ast.Attribute) and not self._static_catalog(node.func.value):
             spec = self.m.catalog.source_method(node.func.attr)
             # A project method named for retrieval is one too (`client.query_for_conversation`

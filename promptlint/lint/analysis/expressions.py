@@ -337,10 +337,10 @@ class Expressions:
 
     def _run_state_read(self, name: str, node: ast.AST, how: str = "run state read on each model call",
                         shown: str | None = None) -> Val:
-        """A field of the run context an instructions function was handed (or of the session state
-        a framework fills in): a leak when the conversation writes it (run_state.py decides,
-        project-wide). The history is not run state."""
-        if self.m.catalog.source_newest_of.match(name.rsplit(".", 1)[-1]):
+        """A field of the run context an instructions function was handed (or of a framework's session state): a
+        leak when the conversation writes it (run_state.py). Not the conversation itself; `search_history` is."""
+        field, catalog = name.rsplit(".", 1)[-1], self.m.catalog
+        if catalog.source_newest_of.match(field) and (field.endswith("messages") or catalog.source_conversations.match(field)):
             return Val(origin=RUN_STATE, node=node)
         step = self.m.step(node, f"{how}: `{shown or name}`")
         return Val((Taint("PC401", "volatile", (step,), needs=name),), origin=RUN_STATE, node=node)
