@@ -9,7 +9,8 @@ constructs the running interpreter lacks are rewritten so that data flows stay t
   are dropped (they carry no values);
 * an f-string that only PEP 701 accepts (nested same quotes, backslashes or comments in a
   replacement field) becomes a concatenation of its literal parts and ``format(...)`` of each
-  field, which carries the same taints.
+  field, which carries the same taints (joined to its neighbours with ``+`` when it is part of an
+  implicit concatenation).
 
 Line numbers of everything else are kept: only the rewritten statements change length.
 """
@@ -40,6 +41,26 @@ def downgrade(text: str) -> str | None:
 
         def leave_ClassDef(self, original, updated):
             return updated.with_changes(type_parameters=None) if updated.type_parameters else updated
+
+        def visit_ConcatenatedString(self, node):
+            return False  # (its parts are rewritten together below: a part that is no string breaks the node)
+
+        def leave_ConcatenatedString(self, original, updated):
+            # `f"...{d["k"]}..." "more"`: parts joined with `+`, keeping the whitespace (and so the
+            # lines) between them, when a part is rewritten; else left as it is
+            def parts(node):
+                return [*parts(node.left), *parts(node.right)] if isinstance(node, cst.ConcatenatedString) else [node]
+
+            if all(not isinstance(p, cst.FormattedString) or _parses(module.code_for_node(p)) for p in parts(original)):
+                return updated
+
+            def joined(node):
+                if not isinstance(node, cst.ConcatenatedString):
+                    return self.leave_FormattedString(node, node) if isinstance(node, cst.FormattedString) else node
+                add = cst.Add(whitespace_before=node.whitespace_between, whitespace_after=cst.SimpleWhitespace(""))
+                return cst.BinaryOperation(left=joined(node.left), operator=add, right=joined(node.right))
+
+            return joined(original).with_changes(lpar=original.lpar or [cst.LeftParen()], rpar=original.rpar or [cst.RightParen()])
 
         def leave_FormattedString(self, original, updated):
             code = module.code_for_node(updated)

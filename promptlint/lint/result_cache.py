@@ -34,7 +34,8 @@ from promptlint.lint.diagnostic import Diagnostic, FileResult, Fix, TraceStep
 from promptlint.lint.writing import replace_atomically
 
 CACHE_DIR = ".promptlint_cache"
-FORMAT = "6"  # bump when the entry layout changes (6: a diagnostic's `needs` and `sent`, a result's run-state `writes`)
+FORMAT = "7"  # bump when the entry layout changes (6: a diagnostic's `needs` and `sent`, a result's run-state
+# `writes`; 7: a write's source)
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by promptlint.\n"
 _GITIGNORE = "# Created by promptlint automatically.\n*\n"
 _MAX_PACK_BYTES = 256 * 1024 * 1024
@@ -106,8 +107,11 @@ def _ints(value, n: int) -> list[int]:
 
 
 def _write(value) -> list:
-    """A run-state write: [line, column] from the text, or [line, column, code] from the analysis."""
+    """A run-state write: [line, column] from the text, or [line, column, code] from the analysis,
+    and the source it stores when that is in the same file: [..., line, column, note]."""
     _check(value, list)
+    if len(value) == 6:
+        return [*_write(value[:3]), *_ints(value[3:5], 2), _check(value[5], str)]
     if len(value) == 3:
         return [*_ints(value[:2], 2), _check(value[2], str)]
     return _ints(value, 2)

@@ -161,15 +161,17 @@ def resolve(diagnostics, writes: dict[str, dict[str, list]], docs: dict) -> list
         for path, line, column, *code in by_name.get(d.needs, ()):
             if not code and "." in d.needs:  # (the family the analysis found for the plain field there)
                 code = next((c for p, ln, _, *c in by_name.get(d.needs.rsplit(".", 1)[1], ()) if (p, ln) == (path, line)), [])
-            by_code.setdefault(code[0] if code and code[0] in docs else d.code, []).append((path, line, column))
+            by_code.setdefault(code[0] if code and code[0] in docs else d.code, []).append((path, line, column, *code[1:4]))
         for code, found in sorted(by_code.items()):
-            path, line, column = min(found, key=lambda w: (w[0] != d.path, w))
-            kept.append(_from_write(d, code, TraceStep(path, line, column, ""), docs))
+            path, line, column, *source = min(found, key=lambda w: (w[0] != d.path, w[:3]))
+            source = TraceStep(path, *source) if len(source) == 3 else None
+            kept.append(_from_write(d, code, TraceStep(path, line, column, ""), docs, source))
     return kept
 
 
-def _from_write(d: Diagnostic, code: str, write: TraceStep, docs: dict) -> Diagnostic:
-    """``d`` (a read of run state) starting at a write of the field, reported as ``code``."""
+def _from_write(d: Diagnostic, code: str, write: TraceStep, docs: dict, source: TraceStep | None = None) -> Diagnostic:
+    """``d`` (a read of run state) starting at a write of the field, reported as ``code``; at the
+    source the write stores, when the analysis saw it (``memories = get_relevant_memories(q)``)."""
     what = f" ({docs[code].summary.split(' reaches ')[0].lower()})" if code != d.code else ""
     write = TraceStep(write.path, write.line, write.column, f"written while the conversation runs: `{d.needs}`{what}")
     where = f"line {write.line}" if write.path == d.path else f"{write.path}:{write.line}"
@@ -179,4 +181,4 @@ def _from_write(d: Diagnostic, code: str, write: TraceStep, docs: dict) -> Diagn
         old, new = (docs[c].summary.format(sink=layer, detail="") for c in (d.code, code))
         message = new + message[len(old):] if message.startswith(old) else message
     return replace(d, code=code, name=docs[code].name if code in docs else d.name,
-                   trace=(write, *d.trace), needs="", message=message)
+                   trace=(*([source] if source else []), write, *d.trace), needs="", message=message)

@@ -265,6 +265,22 @@ def test_python_312_syntax_is_analysed_on_any_interpreter():
     assert [d.code for d in found] == ["PC101"]
 
 
+def test_a_pep_701_f_string_in_an_implicit_concatenation_is_analysed_on_the_same_lines():
+    # `f"...{d["k"]}..." "more"` spread over lines: the finding keeps its line after the rewrite.
+    source = '''from datetime import datetime
+
+
+def build(data: dict) -> list:
+    system = (
+        f"You are {data["persona"]}. "  # a comment between the parts
+        "Be brief. "
+        f"Now: {datetime.now()}"
+    )
+    return [{"role": "system", "content": system}]
+'''
+    assert [(d.code, d.trace[0].line) for d in lint_source(source)] == [("PC101", 8)]
+
+
 def test_code_no_python_accepts_is_pc001_alone_and_in_its_folder(tmp_path):
     (tmp_path / "broken.py").write_text('def f(:\n    return {"role": "system", "content": 1}\n')
     (tmp_path / "newer.py").write_text(NEWER)

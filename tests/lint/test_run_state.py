@@ -119,9 +119,10 @@ def test_adk_instruction_placeholders_filled_from_state_the_conversation_writes(
     found = lint_tree(tmp_path, {"agent.py": ADK})
     # A clock written into the state is a clock: the write's family, not per-turn content.
     assert [(d.code, d.line) for d in found] == [("PC101", 13)]
-    assert "`{_time}`" in found[0].message and found[0].trace[0].line == 6
+    # (the trace starts at the clock, then its write into the state)
+    assert "`{_time}`" in found[0].message and [s.line for s in found[0].trace[:2]] == [6, 6]
     assert found[0].message.startswith("Wall-clock time reaches agent instruction")
-    assert "(wall-clock time)" in found[0].trace[0].note
+    assert "(wall-clock time)" in found[0].trace[1].note and found[0].trace[0].note.startswith("wall-clock time")
 
 
 def test_adk_append_instructions_is_a_sink_by_its_name():
@@ -223,10 +224,12 @@ def agent(state, config):
 def test_a_graph_state_field_another_node_writes_is_per_turn_and_the_run_input_is_not():
     # `user_name` comes with the graph's input: only a node that writes it would make it vary.
     [found] = lint_source(GRAPH % "")
-    assert found.code == "PC401" and found.trace[0].line == 6
+    # (the trace starts at the search, then its write into the state)
+    assert found.code == "PC401" and [s.line for s in found.trace[:2]] == [5, 6]
     assert "`notes`" in found.message and "user_name" not in found.message + str(found.related)
     [found] = lint_source(GRAPH % ', "user_name": state["messages"][-1].content')
-    assert "user_name" in found.message + str(found.related)
+    # (`user_name` is written from the newest message: the related flow starts there)
+    assert [(s.line, s.note.split(":")[0]) for s in found.related] == [(6, "per-turn input")]
 
 
 def test_a_command_update_of_a_graph_node_is_a_write():
@@ -441,3 +444,29 @@ def search(ctx: RunContext, q: str) -> str:
     return "ok"
 '''
     assert [(d.line, d.code) for d in lint_tree(tmp_path, {"agent.py": source})] == [(8, "PC401")]
+
+
+NODES = '''from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+
+CARD = "You are Ava. Memories: {memory_context}"
+
+
+async def conversation_node(state, config):
+    prompt = ChatPromptTemplate.from_messages([("system", CARD), MessagesPlaceholder(variable_name="messages")])
+    return {"messages": await prompt.ainvoke({"messages": state["messages"], "memory_context": state["memory_context"]})}
+
+
+def memory_injection_node(state, memory_manager):
+    memories = memory_manager.get_relevant_memories(state["messages"][-1].content)
+    return {"memory_context": "\\n".join(memories)}
+'''
+
+
+def test_a_trace_through_run_state_starts_at_the_source_written_there_cold_and_warm(tmp_path):
+    (tmp_path / "nodes.py").write_text(NODES, encoding="utf-8")
+    runs = [lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=True, jobs=1) for _ in range(2)]
+    assert runs[1].cached == 1
+    cold, warm = (run.diagnostics for run in runs)
+    assert cold == warm and [d.code for d in cold] == ["PC401"]
+    assert [(s.line, s.note.split(":")[0]) for s in cold[0].trace[:2]] == [
+        (12, "per-turn input"), (13, "written while the conversation runs")]

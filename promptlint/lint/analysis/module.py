@@ -52,7 +52,8 @@ class ModuleAnalysis:
         self.globals: dict[str, Val] = {}
         self.summaries: dict[int, Summary] = {}
         self.run_state_returns: dict[int, Val] = {}
-        self.state_writes: dict[str, list] = {}  # run-state field -> [line, column, code] of a source written there
+        # run-state field -> [line, column, code, source line, column, note] of a source written there
+        self.state_writes: dict[str, list] = {}
         self.in_progress: set[int] = set()
         self.deps: set[str] = set()  # other files consulted (paths)
         self.failed_deps: set[str] = set()  # helper modules called into that do not parse

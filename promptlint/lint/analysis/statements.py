@@ -447,9 +447,10 @@ class Statements:
                 any_write or state_receiver(self.m.snippet(target.value, 200))):
             return
         where = [target.lineno, self.m.column(target.lineno, target.col_offset)]
-        for t in val.taints:
+        here = lambda t: bool(t.steps) and t.steps[0].path == self.m.path  # noqa: E731
+        for t in sorted(val.taints, key=lambda t: not here(t)):  # (a source in this file first: the trace starts there)
             if t.param < 0 and t.label == "volatile" and t.code and not t.needs:
-                self.m.state_writes[name] = [*where, t.code]
+                self.m.state_writes[name] = [*where, t.code, *([t.steps[0].line, t.steps[0].column, t.steps[0].note] if here(t) else [])]
                 return
         if any_write:
             self.m.state_writes[name] = where
