@@ -252,3 +252,19 @@ def test_a_message_picked_by_its_system_role_is_edited_in_place_later(test, expe
     # The loop keeps the system message in a local; the edit after the loop is the sink.
     source = PICKED.replace('m.get("role") == "system"', test)
     assert [(d.code, d.line) for d in lint_source(source, "client.py")] == expected
+
+
+LATE = '''def build(history, user_message, style):
+    system_message_content = f"Reply in the {style} style."
+    if user_message.startswith("!"):
+        system_message_content += f"\\n[SPECIAL INSTRUCTION]: {user_message}"
+    history.append({"role": "system", "content": system_message_content})
+    return history
+'''
+
+
+@pytest.mark.parametrize(("append", "expected"), [(True, []), (False, [("PC401", 5)])])
+def test_a_local_named_for_a_system_message_appended_after_the_history_is_not_stable(append, expected):
+    # Named for a system message, but added at the end of the conversation: nothing cached follows.
+    source = LATE if append else LATE.replace("history.append(", "history.insert(0, ")
+    assert [(d.code, d.line) for d in lint_source(source, "bot.py")] == expected

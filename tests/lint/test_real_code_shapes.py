@@ -699,3 +699,15 @@ def test_a_whole_conversation_rendered_into_a_system_prompt_is_per_turn():
     found = lint_source(CONVERSATION)
     assert sorted((d.code, d.trace[0].line) for d in found) == [("PC401", 9), ("PC401", 15)]
     assert all("the conversation so far" in d.trace[0].note for d in found)
+
+
+@pytest.mark.parametrize("holder", ["self", "agent_settings"])
+def test_a_name_sink_message_names_the_object_written(holder):
+    source = f'''from datetime import datetime
+
+
+def prepare({holder}):
+    {holder}.system_prompt += f"Now: {{datetime.now()}}"
+'''
+    [found] = lint_source(source)
+    assert f"(recognised by the name `{holder}.system_prompt`)" in found.message

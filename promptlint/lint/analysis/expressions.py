@@ -36,7 +36,7 @@ def _by_name(key_node: ast.AST, key: Val) -> bool:
     return key.const is None and isinstance(name, str) and not _POSITION.match(name.lower())
 
 
-def _list_name(node: ast.AST) -> str | None:
+def list_name(node: ast.AST) -> str | None:
     """The name a list is known by: ``messages``, ``self.history``, ``state["messages"]``."""
     if isinstance(node, ast.Name):
         return node.id
@@ -280,13 +280,13 @@ class Expressions:
             # A message of the conversation: who said it and what (a transcript is made of both).
             kind = _message_part(name)
             return Val(base.taints, origin=kind, node=node) if kind else None
-        spec = None if describes(_list_name(receiver)) else self.m.catalog.source_fields.get(name)
+        spec = None if describes(list_name(receiver)) else self.m.catalog.source_fields.get(name)
         what = "field"
         if spec is None and name in ("content", "text") and base.origin == NEWEST:
             specs = self.m.catalog.source_newest_of.match("messages")
             spec, what = (specs[0], "the newest message's") if specs else (None, what)
         if spec is None and name in ("content", "text") and _is_last(receiver) and not self._built_here(receiver.value):
-            listed = _list_name(receiver.value)
+            listed = list_name(receiver.value)
             specs = self.m.catalog.source_newest_of.match(listed) if listed else []
             spec, what = (specs[0], "the newest message's") if specs else (None, what)
         if spec is None and isinstance(receiver, ast.Name) and receiver.id == "state":
@@ -330,7 +330,7 @@ class Expressions:
         a loop grows has more elements on each pass; each element is what it was (loops.py)."""
         if self.passes:
             element = element.keep(lambda t: not loops.mine(self.passes, t))
-        listed = _list_name(iterable)
+        listed = list_name(iterable)
         if element.items is None and element.keys is None and listed and self.m.catalog.source_newest_of.match(listed):
             return Val(element.taints, origin=HISTORY, node=element.node)
         return element

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from promptlint.lint.analysis import loops
+from promptlint.lint.analysis.expressions import list_name
 from promptlint.lint.analysis.sinks import is_system_message
 from promptlint.lint.analysis.values import (RUN_STATE, FunctionRef, Summary, Taint, Val, frozen_ok, as_fallback, chosen,
                                              join, key_of, merge, system_only, user_words)
@@ -181,10 +182,19 @@ class Statements:
         items = None
         if old.items is not None and new.items is not None and isinstance(node.op, ast.Add):
             items = old.items + new.items
-        if isinstance(node.target, ast.Name) and not self.frozen and self.ref is not None:
+        if isinstance(node.target, ast.Name) and not self.frozen and self.ref is not None and not self._appended_late(node.target.id):
             self.check_stable_target(node.target.id, node.target.id, new, node.target)
         self.check_content_write(node.target, new)
         self.assign(node.target, Val(taints, items=items, node=node.value), node, weak=True)
+
+    def _appended_late(self, name: str) -> bool:
+        """``history.append({"role": "system", "content": system_message_content})``: the local
+        named for a system message is added after the conversation, not ahead of it."""
+        newest = self.m.catalog.source_newest_of
+        return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "append"
+                   and newest.match(list_name(n.func.value) or "") and any(
+                       isinstance(m, ast.Name) and m.id == name for a in n.args for m in ast.walk(a))
+                   for n in descendants(self.ref.node))
 
     def stmt_Return(self, node: ast.Return) -> None:
         if node.value is None:
@@ -405,7 +415,7 @@ class Statements:
                     (self.ref.module if self.ref is not None else self.m).forget_methods(self.cls)
             if not weak:
                 self.check_content_write(target, val)
-            shown = f"self.{target.attr}" if isinstance(target.value, ast.Name) else target.attr
+            shown = f"{target.value.id}.{target.attr}" if isinstance(target.value, ast.Name) else target.attr
             if not self.frozen and self.ref is not None:
                 self.check_stable_target(target.attr, shown, val, target, self.m.snippet(target.value))
             elif self.ref is None and self.cls is None:
