@@ -973,7 +973,8 @@ def answer(history, query):
     assert bool(lint_source(text, "rag.py")) is reported
 
 
-@pytest.mark.parametrize(("read", "reported"), [('store.read("user")', True), ('config.read("user")', False)])
+@pytest.mark.parametrize(("read", "reported"), [('store.read("user")', True), ('config.read("user")', False),
+                                              ("str(query_engine.query(ctx))", True), ("str(query_engine.run(ctx))", False)])
 def test_a_read_of_a_store_is_what_earlier_turns_wrote_there(read, reported):
     # A project's own memory store, read per request into the system prompt.
     text = f'''from openai import OpenAI
@@ -984,7 +985,7 @@ client = OpenAI()
 
 
 def system_prompt(ctx):
-    store = config = MemoryStore(ctx)
+    store = config = query_engine = MemoryStore(ctx)
     return "You are a writing assistant. User profile: " + {read}
 
 
