@@ -207,6 +207,25 @@ def follow_up(request):
     assert [(d.line, d.code) for d in lint_source(text, "chat.py")] == ([(10, "PC101")] if reported else [])
 
 
+@pytest.mark.parametrize(("role", "reported"), [("tool", False), ("system", True)])
+def test_a_head_built_here_with_another_role_is_that_message(role, reported):
+    # A reply for the UI: its first record is a tool-role citations record, serialised in place.
+    text = f'''import json
+
+
+def parse(question, answer):
+    messages = [{{"role": "{role}", "content": {{"citations": [], "intent": question}}}}]
+    messages.append({{"role": "assistant", "content": answer}})
+    messages[0]["content"] = json.dumps(messages[0]["content"])
+    return messages
+
+
+def reply(user_message, answer):
+    return parse(question=user_message, answer=answer)
+'''
+    assert bool(lint_source(text, "parser.py")) is reported
+
+
 
 MEASURED = '''import time
 

@@ -6,7 +6,7 @@ import ast
 
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.expressions import list_name
-from promptlint.lint.analysis.sinks import is_system_message
+from promptlint.lint.analysis.sinks import is_system_message, role_of
 from promptlint.lint.analysis.values import (RUN_STATE, FunctionRef, Summary, Taint, Val, frozen_ok, as_fallback, chosen,
                                              join, key_of, merge, system_only, user_words)
 from promptlint.lint.diagnostic import CHOOSES, PARAMETER
@@ -354,8 +354,10 @@ class Statements:
         message = _content_of(target)
         if message is None:
             return
-        if self.role_branch or self._conversation_head(message) or is_system_message(
-                message_val if message_val is not None else self.eval(message)):
+        held = message_val if message_val is not None else self.eval(message)
+        # (a head this function built with another role is that message: `{"role": "tool", ...}`)
+        other = held.keys is not None and role_of(held.keys.get("role")) not in (None, "system", "developer")
+        if self.role_branch or self._conversation_head(message) and not other or is_system_message(held):
             self.sink_value(val, target, "value", "system message (edited in place)")
 
     def _conversation_head(self, message: ast.AST) -> bool:
