@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from promptlint.lint.diagnostic import EVERY_CALL
 from promptlint.lint.guards import converses, descendants, first_of_loop, first_pass, returns_when_set
@@ -165,6 +165,7 @@ def _module_attribute(head: str, modules: frozenset[str]) -> bool:
     return receiver is not None and receiver.group(1) in modules
 
 
+_STREAMLIT = re.compile(r"^[ \t]*(?:import[ \t]+streamlit\b|from[ \t]+streamlit\b)", re.M)
 _IMPORT = re.compile(r"^[ \t]*import[ \t]+(?:[\w.]+[ \t]+as[ \t]+)?(\w+)[ \t]*(?:#.*)?$", re.M)
 
 
@@ -198,7 +199,7 @@ class Lifetimes:
             return False
         where, in_loop, _, _ = _locate(tree, sink.line)
         if where is None:
-            return in_loop
+            return in_loop or _STREAMLIT.search(self._read(sink.path) or "") is not None
         return in_loop or where.name is None or not self._runs_once(where, 0)
 
     def _made_once(self, step) -> bool:
@@ -246,8 +247,13 @@ class Lifetimes:
             tree = self._tree(path)
             if tree is None:
                 return None
-            refs += [_Ref(*_locate(tree, line, talks=True)) for line, _ in found]
+            located = [_Ref(*_locate(tree, line, talks=True)) for line, _ in found]
+            # (a Streamlit script's module-level code runs again on every interaction)
+            refs += [replace(r, in_loop=True) if r.caller is None and self._reruns(path) else r for r in located]
         return refs
+
+    def _reruns(self, path: str) -> bool:
+        return _STREAMLIT.search(self._texts.get(path) or "") is not None
 
     def _mentions(self, name: str, method: bool = False) -> list[str] | None:
         """The files that mention ``name`` as a word; None when more than MAX_FILES do.

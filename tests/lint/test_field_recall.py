@@ -227,6 +227,19 @@ def test_a_lookup_by_type_is_no_retrieval(looked_up, codes):
     assert [code for _, code in found(source)] == codes
 
 
+@pytest.mark.parametrize(("call", "codes"), [("retrieve(assistant_id=self.assistant_id, timeout=30)", []),
+                                           ("retrieve(self.assistant_id)", []),
+                                           ("retrieve(query=self.question)", ["PC401"])])
+def test_an_object_fetched_by_its_id_is_no_retrieval(call, codes):
+    # `client.beta.assistants.retrieve(assistant_id)` fetches a stored object, not this turn's matches.
+    source = f'''class Sync:
+    def pull(self):
+        self.tools = self.client.beta.assistants.{call}.tools
+        return ChatModel(model=self.model, system=self.system, tools=self.tools)
+'''
+    assert [code for _, code in found(source)] == codes
+
+
 def test_a_module_function_named_like_retrieval_is_not_a_source():
     assert found('''import re
 

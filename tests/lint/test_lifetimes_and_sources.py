@@ -722,3 +722,37 @@ def test_a_plugins_usage_text_is_not_a_responses_token_usage(read, expected):
     return [{{"role": "system", "content": f"Plugin help: {{{read}}}"}}]
 '''
     assert codes(source) == expected
+
+
+STREAMLIT_APP = '''import datetime
+
+import streamlit as st
+from openai import OpenAI
+
+client = OpenAI()
+
+
+def get_context(query, table):
+    return "\\n\\n".join(row["text"] for row in table.search(query))
+
+
+def answer(messages, context):
+    system = {"role": "system", "content": f"Session of {st.session_state.started}. Context:\\n{context}"}
+    return client.chat.completions.create(model="m", messages=[system, *messages])
+
+
+if "started" not in st.session_state:
+    st.session_state.started = datetime.datetime.now().isoformat()  # once per session
+
+if prompt := st.chat_input("Ask"):
+    st.session_state.messages.append({"role": "user", "content": prompt})
+    answer(st.session_state.messages, get_context(prompt, st.session_state.table))
+'''
+
+
+@pytest.mark.parametrize(("script", "expected"), [(STREAMLIT_APP, ["PC401"]),
+                                                  (STREAMLIT_APP.replace("import streamlit as st", "import ui as st"), [])])
+def test_a_streamlit_scripts_module_code_runs_on_every_interaction(script, expected):
+    # Streamlit reruns the whole script per interaction: its module-level calls are per turn
+    # (a value kept in the session state behind a "not in" test is still made once).
+    assert codes(script) == expected

@@ -110,3 +110,20 @@ def param_stores(func: ast.AST, params: list[str]) -> list[tuple[str, int]]:
                     found += [(attr[5:], i) for i in params_in(sub.value)]
     func._promptlint_param_stores = found
     return found
+
+
+def lookup_only(node: ast.Call) -> bool:
+    """A lookup by type or by id, not by a query: `self.query_one(ToolSelector)`,
+    `client.beta.assistants.retrieve(assistant_id=...)` (an object fetched by its id): a method
+    named for retrieval has nothing of this turn's to match there. (Time limits aside; a method
+    that names what it fetches, `get_user_memories(user_id=...)`, reads what earlier turns stored.)"""
+    if node.args and not node.keywords and all(
+            isinstance(a, ast.Name) and a.id[:1].isupper() and not a.id.isupper() for a in node.args):
+        return True
+    if "_" in getattr(node.func, "attr", "_"):
+        return False
+    keywords = [k for k in node.keywords if not (k.arg and _LIMIT_KEYWORD.match(k.arg))]
+    named = [getattr(a, "id", None) or getattr(a, "attr", None) or "" for a in node.args]
+    return bool(named or keywords) and all(n == "id" or n.endswith("_id") for n in named) and all(
+        k.arg is not None and (k.arg == "id" or k.arg.endswith("_id")) for k in keywords)
+

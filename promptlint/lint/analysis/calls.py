@@ -174,11 +174,9 @@ class Calls:
             spec = self.m.catalog.source_method(node.func.attr)
             # A project method named for retrieval is one too (`client.query_for_conversation`
             # posts the query to a server); a module's function (`re.search`, `re.compile(p).search`) is not,
-            # nor a lookup by type (a UI's `self.query_one(ToolSelector)`: no query to match).
+            # nor a lookup by type or id (a UI's `self.query_one(ToolSelector)`, `assistants.retrieve(assistant_id)`).
             method_of_class = func.func is not None and func.func.cls is not None
-            by_type = node.args and not node.keywords and all(
-                isinstance(a, ast.Name) and a.id[:1].isupper() and not a.id.isupper() for a in node.args)
-            if spec is not None and not by_type and (method_of_class or not (origin and (
+            if spec is not None and not arguments.lookup_only(node) and (method_of_class or not (origin and (
                     self._is_module_path(origin) or origin.startswith(_PATTERN_COMPILERS)))):
                 return self._named_source(node, spec, func.func if method_of_class else None, func, args, kwargs)
         if isinstance(node.func, ast.Name):

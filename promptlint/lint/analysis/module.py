@@ -206,6 +206,12 @@ class ModuleAnalysis:
         body.run_block(self.tree.body)
 
     @property
+    def reruns(self) -> bool:
+        """Whether this module is a Streamlit script: Streamlit runs the whole script again on every
+        interaction, so its module-level code runs per turn, not once at import."""
+        return any(q.split(".")[0] == "streamlit" for q in self.imports.values())
+
+    @property
     def on_screen(self) -> bool:
         """Whether this module is a terminal or desktop UI (it imports a toolkit)."""
         return any(q.split(".")[0] in _UI_TOOLKITS for q in self.imports.values())
