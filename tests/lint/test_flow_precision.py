@@ -1097,3 +1097,26 @@ def answer(memory, history, question):
         {middle}{{"role": "user", "content": question}}])
 '''
     assert [d.code for d in lint_source(source)] == (["PC401"] if reported else [])
+
+
+TRY_REBOUND = '''from datetime import date
+from langchain_core.messages import SystemMessage
+
+
+def reply(llm, messages, memories):
+    try:
+        today = date.today()
+        notes = f"Memories as of {today}: {len(memories)}"
+        today = date.today()
+        system_prompt = f"You are Echo. Today is {today}."
+    except Exception:
+        system_prompt = "You are Echo."
+    return llm.invoke([SystemMessage(content=system_prompt), *messages[1:]])
+'''
+
+
+def test_a_name_bound_again_in_a_try_body_carries_its_new_value():
+    # The body runs in order: the second `today` is the one the prompt uses (it was joined with
+    # the first, and the trace started there); the handler's prompt is fixed text.
+    [found] = lint_source(TRY_REBOUND, "echo.py")
+    assert found.trace[0].line == 9 and not found.related

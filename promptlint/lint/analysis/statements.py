@@ -311,12 +311,21 @@ class Statements:
     stmt_AsyncWith = stmt_With
 
     def stmt_Try(self, node) -> None:
-        self.depth += 1
+        """The body binds in order (`today = date.today()` bound again before its use: the later
+        value is the one used). An exception may leave it anywhere, so a handler starts from
+        what was bound before the body or at its end; `else` from the body's end; the code after
+        from any of them. Each branch's own assignments are strong, as in an `if`."""
+        before, depth = self.env, self.depth
+        self.depth = 0
+        self.env = dict(before)
         self.run_block(node.body)
-        for handler in node.handlers:
-            self.run_block(handler.body)
         self.run_block(node.orelse)
-        self.depth -= 1
+        after = self._left(node.orelse or node.body, self.env, before)
+        for handler in node.handlers:
+            self.env = joined(before, before, after)
+            self.run_block(handler.body)
+            after = joined(before, after, self._left(handler.body, self.env, before))
+        self.env, self.depth = after, depth
         self.run_block(node.finalbody)
 
     stmt_TryStar = stmt_Try
