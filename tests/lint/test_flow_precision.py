@@ -1120,3 +1120,30 @@ def test_a_name_bound_again_in_a_try_body_carries_its_new_value():
     # the first, and the trace started there); the handler's prompt is fixed text.
     [found] = lint_source(TRY_REBOUND, "echo.py")
     assert found.trace[0].line == 9 and not found.related
+
+
+FLAGGED = '''import os
+from datetime import datetime
+
+from langchain_core.messages import SystemMessage
+
+USE_ENHANCED_SEARCH = True
+
+
+def answer(llm, messages):
+    if USE_ENHANCED_SEARCH:
+        context = "fixed notes"
+    else:
+        context = f"Searched at {datetime.now()}"
+    return llm.invoke([SystemMessage(content=f"Context: {context}"), *messages])
+'''
+
+
+@pytest.mark.parametrize(("flag", "reported"), [("True", False), ("False", True),
+                                                ('os.environ.get("SEARCH") == "1"', True)])
+def test_a_branch_a_module_constant_turns_off_never_runs(flag, reported):
+    source = FLAGGED.replace("USE_ENHANCED_SEARCH = True", f"USE_ENHANCED_SEARCH = {flag}")
+    assert bool(lint_source(source, "answer.py")) is reported
+    # a flag a function sets again (`global`) is not constant
+    again = source + "\\n\\ndef enable():\\n    global USE_ENHANCED_SEARCH\\n    USE_ENHANCED_SEARCH = False\\n"
+    assert bool(lint_source(again, "answer.py"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.expressions import list_name
@@ -241,8 +242,12 @@ class Statements:
     def stmt_If(self, node: ast.If) -> None:
         """Each branch runs on its own copy of the environment, where its assignments are strong
         (`fn = tool["function"]` hides an `fn` of an earlier loop); the copies are joined after."""
+        tested = self.eval(node.test)
+        if (fixed := self._fixed_flag(node.test, tested)) is not None:
+            self.run_block(node.body if fixed else node.orelse)  # the other branch never runs
+            return
         dispatch = role_test(node.test)
-        self.control.append(self.chosen_by(self.eval(node.test), node.test, dispatch))
+        self.control.append(self.chosen_by(tested, node.test, dispatch))
         before, depth = self.env, self.depth
         self.depth = 0  # (across loop iterations, the join below and the loop's second run carry values)
         self.env = dict(before)
@@ -280,6 +285,16 @@ class Statements:
             self._other_roles(picked)
         self.depth = depth
         self.control.pop()
+
+    def _fixed_flag(self, test: ast.AST, val: Val) -> bool | None:
+        """The value of a test that is a module's constant flag (`USE_ENHANCED_SEARCH = True` at
+        the top, never declared `global` to be set again) read in a function, else None."""
+        name = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else test
+        if not (self.ref is not None and isinstance(name, ast.Name) and name.id not in self.env
+                and isinstance(val.const, bool) and isinstance(self.m.globals.get(name.id), Val)
+                and not re.search(rf"\bglobal\b[^\n]*\b{name.id}\b", self.m.text)):
+            return None
+        return val.const
 
     def _other_roles(self, picked: list) -> None:
         """Where a role test has set the system messages aside, the loop's message is another
