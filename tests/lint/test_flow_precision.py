@@ -1147,3 +1147,28 @@ def test_a_branch_a_module_constant_turns_off_never_runs(flag, reported):
     # a flag a function sets again (`global`) is not constant
     again = source + "\\n\\ndef enable():\\n    global USE_ENHANCED_SEARCH\\n    USE_ENHANCED_SEARCH = False\\n"
     assert bool(lint_source(again, "answer.py"))
+
+
+REDEFINED = '''from datetime import datetime
+
+SYSTEM = """Old prompt.
+Now: {now}"""
+
+{statement}
+
+SYSTEM = """New prompt.
+Now: {now}"""
+
+
+def call_model(client, messages):
+    return client.messages.create(model="m", max_tokens=9, system=SYSTEM.format(now=datetime.now()), messages=messages)
+'''
+
+
+@pytest.mark.parametrize("statement", ["try:\n    import yaml\nexcept ImportError:\n    yaml = None",
+                                       "if datetime.now().year < 2000:\n    OLD = True"])
+def test_a_template_bound_after_a_module_level_branch_is_the_one_a_function_fills(statement):
+    # A notebook that defines its prompt again in a later cell, after a `try` or an `if`.
+    source = REDEFINED.replace("{statement}", statement)
+    [found] = lint_source(source, "notebook.py")
+    assert found.line == source.split("\n").index('Now: {now}"""', 5) + 1

@@ -280,7 +280,7 @@ class Statements:
             taken[name] = as_fallback(taken[name], param)
         self._other_roles(picked)
         self.run_block(node.orelse)
-        self.env = joined(before, self._left(node.body, taken, before), self._left(node.orelse, self.env, before))
+        self.env = self._settle(before, joined(before, self._left(node.body, taken, before), self._left(node.orelse, self.env, before)))
         if ends_pass(node.body):
             self._other_roles(picked)
         self.depth = depth
@@ -340,8 +340,18 @@ class Statements:
             self.env = joined(before, before, after)
             self.run_block(handler.body)
             after = joined(before, after, self._left(handler.body, self.env, before))
-        self.env, self.depth = after, depth
+        self.env, self.depth = self._settle(before, after), depth
         self.run_block(node.finalbody)
+
+    def _settle(self, before: dict, env: dict) -> dict:
+        """The environment after a statement whose branches ran on copies. At module level it is
+        the module's own globals, updated in place: functions read them there (a template bound
+        after an `if` or a `try` at the top of a module)."""
+        if before is not self.m.globals:
+            return env
+        before.clear()
+        before.update(env)
+        return before
 
     stmt_TryStar = stmt_Try
 
