@@ -1172,3 +1172,11 @@ def test_a_template_bound_after_a_module_level_branch_is_the_one_a_function_fill
     source = REDEFINED.replace("{statement}", statement)
     [found] = lint_source(source, "notebook.py")
     assert found.line == source.split("\n").index('Now: {now}"""', 5) + 1
+
+
+def test_a_module_level_try_that_always_raises_keeps_the_globals_before_it():
+    # (the body leaves by `raise`: the module's globals before the `try` are kept, not cleared)
+    source = REDEFINED.replace("{statement}", "try:\n    raise SystemExit\nfinally:\n    pass")
+    source = source.replace('SYSTEM = """New prompt.\nNow: {now}"""', "")
+    [found] = lint_source(source, "notebook.py")
+    assert found.line == 4  # the placeholder of the template bound before the `try`

@@ -347,7 +347,7 @@ class Statements:
         """The environment after a statement whose branches ran on copies. At module level it is
         the module's own globals, updated in place: functions read them there (a template bound
         after an `if` or a `try` at the top of a module)."""
-        if before is not self.m.globals:
+        if before is not self.m.globals or env is before:
             return env
         before.clear()
         before.update(env)
