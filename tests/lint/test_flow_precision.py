@@ -1147,6 +1147,9 @@ def test_a_branch_a_module_constant_turns_off_never_runs(flag, reported):
     # a flag a function sets again (`global`) is not constant
     again = source + "\\n\\ndef enable():\\n    global USE_ENHANCED_SEARCH\\n    USE_ENHANCED_SEARCH = False\\n"
     assert bool(lint_source(again, "answer.py"))
+    # the negated test picks the other branch
+    negated = source.replace("    if USE_ENHANCED_SEARCH:", "    if not USE_ENHANCED_SEARCH:")
+    assert bool(lint_source(negated, "answer.py")) is (not reported if flag in ("True", "False") else True)
 
 
 REDEFINED = '''from datetime import datetime

@@ -243,7 +243,7 @@ class Statements:
         """Each branch runs on its own copy of the environment, where its assignments are strong
         (`fn = tool["function"]` hides an `fn` of an earlier loop); the copies are joined after."""
         tested = self.eval(node.test)
-        if (fixed := self._fixed_flag(node.test, tested)) is not None:
+        if (fixed := self._fixed_flag(node.test)) is not None:
             self.run_block(node.body if fixed else node.orelse)  # the other branch never runs
             return
         dispatch = role_test(node.test)
@@ -286,15 +286,16 @@ class Statements:
         self.depth = depth
         self.control.pop()
 
-    def _fixed_flag(self, test: ast.AST, val: Val) -> bool | None:
+    def _fixed_flag(self, test: ast.AST) -> bool | None:
         """The value of a test that is a module's constant flag (`USE_ENHANCED_SEARCH = True` at
-        the top, never declared `global` to be set again) read in a function, else None."""
+        the top, never declared `global` to be set again), or its negation, read in a function;
+        else None."""
         name = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else test
-        if not (self.ref is not None and isinstance(name, ast.Name) and name.id not in self.env
-                and isinstance(val.const, bool) and isinstance(self.m.globals.get(name.id), Val)
+        flag = self.m.globals.get(name.id) if isinstance(name, ast.Name) else None
+        if not (self.ref is not None and isinstance(flag, Val) and isinstance(flag.const, bool) and name.id not in self.env
                 and not re.search(rf"\bglobal\b[^\n]*\b{name.id}\b", self.m.text)):
             return None
-        return val.const
+        return flag.const if name is test else not flag.const
 
     def _other_roles(self, picked: list) -> None:
         """Where a role test has set the system messages aside, the loop's message is another
