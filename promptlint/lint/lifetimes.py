@@ -47,6 +47,15 @@ def graph_node(func) -> bool:
     return bool(args) and args[0] == "state"
 
 
+_STREAMLIT = re.compile(r"^[ \t]*(?:import[ \t]+streamlit\b|from[ \t]+streamlit\b)", re.M)
+
+
+def streamlit_script(text: str | None) -> bool:
+    """A Streamlit script: Streamlit runs the whole script again on every interaction, so its
+    module-level code runs per turn, not once at import."""
+    return _STREAMLIT.search(text or "") is not None
+
+
 def runs_once(name: str) -> bool:
     """True for a function whose name says it runs once per object, session or process."""
     return name in INIT_METHODS or set_up_path(name)
@@ -165,7 +174,6 @@ def _module_attribute(head: str, modules: frozenset[str]) -> bool:
     return receiver is not None and receiver.group(1) in modules
 
 
-_STREAMLIT = re.compile(r"^[ \t]*(?:import[ \t]+streamlit\b|from[ \t]+streamlit\b)", re.M)
 _IMPORT = re.compile(r"^[ \t]*import[ \t]+(?:[\w.]+[ \t]+as[ \t]+)?(\w+)[ \t]*(?:#.*)?$", re.M)
 
 
@@ -199,7 +207,7 @@ class Lifetimes:
             return False
         where, in_loop, _, _ = _locate(tree, sink.line)
         if where is None:
-            return in_loop or _STREAMLIT.search(self._read(sink.path) or "") is not None
+            return in_loop or streamlit_script(self._read(sink.path))
         return in_loop or where.name is None or not self._runs_once(where, 0)
 
     def _made_once(self, step) -> bool:
@@ -249,11 +257,8 @@ class Lifetimes:
                 return None
             located = [_Ref(*_locate(tree, line, talks=True)) for line, _ in found]
             # (a Streamlit script's module-level code runs again on every interaction)
-            refs += [replace(r, in_loop=True) if r.caller is None and self._reruns(path) else r for r in located]
+            refs += [replace(r, in_loop=True) if r.caller is None and streamlit_script(self._texts[path]) else r for r in located]
         return refs
-
-    def _reruns(self, path: str) -> bool:
-        return _STREAMLIT.search(self._texts.get(path) or "") is not None
 
     def _mentions(self, name: str, method: bool = False) -> list[str] | None:
         """The files that mention ``name`` as a word; None when more than MAX_FILES do.

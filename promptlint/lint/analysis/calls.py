@@ -10,7 +10,7 @@ from promptlint.lint.analysis.values import (EMPTY, LOCATED, RUN_STATE, appended
                                              frozen_ok, join, merge, narrowed, read_at, user_words)
 from promptlint.lint.analysis.rendered import rendered_callables, stuffed, substitute
 from promptlint.lint.analysis.sinks import (REQUEST_METHODS, asked_with_conversation, asks_model, before_history, entry_node,
-                                            posts_request, role_of, system_side, system_text)
+                                            other_role, posts_request, role_of, system_side, system_text)
 from promptlint.lint.diagnostic import Fix
 from promptlint.lint.guards import COUNTING_CALLS, callee_name
 
@@ -389,8 +389,7 @@ class Calls:
         if method in ("append", "extend") and recv.items is None:
             # `self.messages.append(Message("user", content))`: the end of the list, not its head
             # (and, in a message of another role, not what a test for the system role picks out)
-            other = message is not None and role_of(message.get("role")) not in (None, "system", "developer")
-            added = tuple(t._replace(appended=True, other_role=other) for t in added)
+            added = tuple(t._replace(appended=True, other_role=other_role(message)) for t in added)
         new = merge(recv.taints, added, grown, *self.loop_unordered)
         if method in ("extend", "update") and args:
             new = merge(new, tuple(self._consumed(t, node.args[0]) if t.label == "unordered" else t for t in args[0].taints))

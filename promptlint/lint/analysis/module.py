@@ -13,7 +13,7 @@ from promptlint.lint.catalog import Catalog
 from promptlint.lint.diagnostic import Diagnostic, TraceStep
 from promptlint.lint.guards import decorator_names
 from promptlint.lint.literal_search import names_test
-from promptlint.lint.lifetimes import graph_node
+from promptlint.lint.lifetimes import graph_node, streamlit_script
 from promptlint.lint.run_state import writes_state
 from promptlint.lint.source import source_lines
 
@@ -207,9 +207,9 @@ class ModuleAnalysis:
 
     @property
     def reruns(self) -> bool:
-        """Whether this module is a Streamlit script: Streamlit runs the whole script again on every
-        interaction, so its module-level code runs per turn, not once at import."""
-        return any(q.split(".")[0] == "streamlit" for q in self.imports.values())
+        """Whether this module is a Streamlit script (lifetimes.streamlit_script): its module-level
+        code runs per turn, not once at import."""
+        return streamlit_script(self.text)
 
     @property
     def on_screen(self) -> bool:

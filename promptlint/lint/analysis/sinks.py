@@ -450,6 +450,12 @@ def is_system_message(message: Val) -> bool:
     return message.keys is not None and role_of(message.keys.get("role")) in ("system", "developer")
 
 
+def other_role(keys: dict | None) -> bool:
+    """Whether a message's fields name a role other than system/developer (``{"role": "tool"}``):
+    it is that message, not a system message."""
+    return keys is not None and role_of(keys.get("role")) not in (None, "system", "developer")
+
+
 def before_history(args: list[Val], items: list[Val] | None) -> bool:
     """``msgs.insert(1, notice)``: a constant place ahead of what the list holds (right after the
     system prompt) is in the prefix of every later request; the end of a known list is not."""

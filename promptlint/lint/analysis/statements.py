@@ -7,7 +7,7 @@ import re
 
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.expressions import list_name
-from promptlint.lint.analysis.sinks import is_system_message, role_of
+from promptlint.lint.analysis.sinks import is_system_message, other_role
 from promptlint.lint.analysis.values import (RUN_STATE, FunctionRef, Summary, Taint, Val, frozen_ok, as_fallback, chosen,
                                              join, key_of, merge, system_only, user_words)
 from promptlint.lint.diagnostic import CHOOSES, PARAMETER
@@ -391,8 +391,7 @@ class Statements:
             return
         held = message_val if message_val is not None else self.eval(message)
         # (a head this function built with another role is that message: `{"role": "tool", ...}`)
-        other = held.keys is not None and role_of(held.keys.get("role")) not in (None, "system", "developer")
-        if self.role_branch or self._conversation_head(message) and not other or is_system_message(held):
+        if self.role_branch or self._conversation_head(message) and not other_role(held.keys) or is_system_message(held):
             self.sink_value(val, target, "value", "system message (edited in place)")
 
     def _conversation_head(self, message: ast.AST) -> bool:
