@@ -98,7 +98,7 @@ def _analyze_tree(path: str, text: str, tree, project, extra_names: frozenset[st
     if module is None:
         return FileResult([_meta(path, "PC004", "module could not be built")], analyzed=True)
     module.run(extra_names)
-    found = list(module.diagnostics)
+    found = [] if module.dead else list(module.diagnostics)  # (its code never runs)
     for dep in sorted(module.failed_deps):
         code, detail, line, col = project.failed[dep]
         found.append(_meta(display_path(dep), code, detail, line, col))
@@ -163,7 +163,7 @@ def _make_project(settings: Settings, roots: list[str], strict: bool):
     from promptlint.lint.project import Project
 
     catalog = load_catalog(rule_files(settings), settings.memory_files)
-    return Project(catalog, roots, strict=strict, max_file_bytes=settings.max_file_bytes)
+    return Project(catalog, roots, strict=strict, max_file_bytes=settings.max_file_bytes, base=settings.root)
 
 
 class _QuietHeap:

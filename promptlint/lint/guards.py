@@ -306,3 +306,22 @@ def selects(test: ast.AST) -> bool:
     `pattern.search(message)`), not one that only checks it is there (`message != ""`, `len(...)`)."""
     return any(isinstance(n, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in n.ops)
                or isinstance(n, ast.Call) and callee_name(n.func) not in _PLAIN_TESTS for n in ast.walk(test))
+
+
+def list_name(node: ast.AST) -> str | None:
+    """The name a list is known by: ``messages``, ``self.history``, ``state["messages"]``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.slice.value
+    return None
+
+
+def windowed(node: ast.AST) -> ast.AST:
+    """The list a window of it is taken from: ``history`` of ``history[-20:]``, ``reversed(history)``."""
+    while isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) or (
+            isinstance(node, ast.Call) and getattr(node.func, "id", None) == "reversed" and node.args):
+        node = node.value if isinstance(node, ast.Subscript) else node.args[0]
+    return node

@@ -26,8 +26,10 @@ class Project:
     """Module resolution against the project's import roots (fixed for the run: ``src`` plus
     ``import_roots`` of the linted files), with per-worker memo tables."""
 
-    def __init__(self, catalog: Catalog, roots: list[str] | None = None, strict: bool = False, max_file_bytes: int = 2_000_000):
+    def __init__(self, catalog: Catalog, roots: list[str] | None = None, strict: bool = False, max_file_bytes: int = 2_000_000,
+                 base: str | None = None):
         self.catalog = catalog
+        self.base = os.path.abspath(base) if base else None  # the project's root folder (Settings.root)
         self.extra_roots = [os.path.abspath(r) for r in roots or ()]
         self.strict = strict  # re-raise internal errors (the test suite sets it)
         self.max_file_bytes = max_file_bytes
@@ -100,6 +102,27 @@ class Project:
                 break
         self._by_name[name] = found
         return found
+
+    def missing_module(self, name: str) -> bool:
+        """Whether importing ``name`` fails for sure: its first part is a package at the top of
+        this project (a folder with ``__init__.py`` in its root or ``src``) and no module, package,
+        extension or stub of that name is in it (`from nova.hooks import X` where the project's
+        ``nova`` has no ``hooks``). A package deeper in the tree may be imported under another
+        name (`adapters/discord/`, while `import discord` is the installed library)."""
+        head, _, rest = name.partition(".")
+        top = self._find_module_file(head)
+        if not rest or top is None or not top.endswith("__init__.py") or self._find_module_file(name) is not None:
+            return False
+        folder = os.path.dirname(top)
+        if self.base is None or os.path.dirname(folder) not in (self.base, os.path.join(self.base, "src")):
+            return False
+        for part in rest.split("."):
+            listed = self._names_in(folder)
+            if part in listed and os.path.isdir(os.path.join(folder, part)):
+                folder = os.path.join(folder, part)
+                continue
+            return not any(entry.startswith(part + ".") for entry in listed)
+        return False  # a folder without `__init__.py`: a namespace package imports
 
     # -------------------------------------------------------------- analyses
     def is_built(self, path: str) -> bool:

@@ -425,6 +425,24 @@ def turn(history, question):
     assert [d.code for d in lint_source(source)] == []
 
 
+@pytest.mark.parametrize(("call", "codes"), [
+    ("llm.invoke([SystemMessage(content=\"Be brief.\"), HumanMessage(content=asked)])", []),  # a chat model's reply
+    ('chain.invoke({"question": asked})', ["PC101"]),  # a chain's output: unknown, its inputs pass through
+])
+def test_a_runnable_handed_role_messages_is_a_chat_model_whose_reply_is_new_text(call, codes):
+    source = f'''import time
+
+from langchain_core.messages import HumanMessage, SystemMessage
+
+
+def turn(llm, chain, question):
+    asked = f"{{question}} (asked at {{time.time()}})"
+    reply = {call}
+    return [{{"role": "system", "content": "Summary so far: " + reply.content}}, {{"role": "user", "content": "go on"}}]
+'''
+    assert [d.code for d in lint_source(source)] == codes
+
+
 def test_a_translation_catalog_is_fixed_text_not_retrieval():
     source = '''class I18N:
     def retrieve(self, kind, key):
@@ -1183,3 +1201,46 @@ def test_a_module_level_try_that_always_raises_keeps_the_globals_before_it():
     source = source.replace('SYSTEM = """New prompt.\nNow: {now}"""', "")
     [found] = lint_source(source, "notebook.py")
     assert found.line == 4  # the placeholder of the template bound before the `try`
+
+
+# ------------------------------------------------------------- code that never runs
+STALE_COPY = '''from datetime import datetime
+
+from app.{module} import ask
+
+
+def reply(text):
+    return ask([{{"role": "system", "content": f"Now: {{datetime.now()}}"}}, {{"role": "user", "content": text}}])
+'''
+
+
+@pytest.mark.parametrize("module, found", [
+    ("llm", [("reply.py", 7, "PC101")]),  # the live package has it: the copy runs
+    ("hooks", []),  # `app.hooks` is in no file of the tree: importing it fails, nothing below runs
+])
+def test_a_copy_that_imports_a_module_its_own_package_lacks_never_runs(tmp_path, module, found):
+    files = {"app/__init__.py": "", "app/llm.py": "def ask(messages):\n    return messages\n",
+             "old/reply.py": STALE_COPY.format(module=module)}
+    assert lint_tree(tmp_path, files)[0] == found
+
+
+@pytest.mark.parametrize("extra", ["app/hooks/__init__.py", "app/hooks.pyi", "app/hooks.cpython-312-x86_64-linux-gnu.so"])
+def test_a_package_module_of_another_kind_still_imports(tmp_path, extra):
+    files = {"app/__init__.py": "", "app/llm.py": "def ask(messages):\n    return messages\n", extra: "",
+             "old/reply.py": STALE_COPY.format(module="hooks")}
+    assert lint_tree(tmp_path, files)[0] == [("reply.py", 7, "PC101")]
+
+
+def test_an_import_of_a_package_the_tree_does_not_hold_is_not_judged(tmp_path):
+    # `agents` is an installed library here, not a folder of the tree: nothing says it fails.
+    files = {"app/__init__.py": "", "old/reply.py": STALE_COPY.format(module="llm").replace("app.llm", "agents.run")}
+    assert lint_tree(tmp_path, files)[0] == [("reply.py", 7, "PC101")]
+
+
+def test_a_package_deeper_in_the_tree_may_be_another_name_for_an_installed_library(tmp_path):
+    # `adapters/discord/` is the project's own code imported as `adapters.discord`; `discord.ext`
+    # is the installed library's module, whatever the folder holds.
+    files = {"adapters/discord/__init__.py": "", "adapters/discord/bot.py": STALE_COPY.format(module="llm").replace(
+        "from app.llm import ask", "from discord.ext import commands\nfrom app.llm import ask"),
+        "app/__init__.py": "", "app/llm.py": "def ask(messages):\n    return messages\n"}
+    assert [(name, code) for name, _, code in lint_tree(tmp_path, files)[0]] == [("bot.py", "PC101")]

@@ -421,3 +421,59 @@ def retry(prompt):
         answer = query(prompt, {{"format": "json"}})
 '''
     assert bool(found(body)) == reported
+
+
+# ------------------------------------------- the model's reply kept in the object for its next call
+ASSISTANT = '''from collections import deque
+
+
+def parse_facts(text):
+    return [line[9:] for line in text.splitlines() if line.startswith("remember:")]
+
+
+class Assistant:
+    def __init__(self):
+        self.facts = []
+        self.history = deque([{"role": "system", "content": self.system_prompt()}])
+
+    def system_prompt(self):
+        return "You are a voice assistant. Facts you know: " + "; ".join(self.facts)
+
+    def respond(self, text):
+        self.history[0] = {"role": "system", "content": self.system_prompt()}
+        self.history.append({"role": "user", "content": text})
+        reply = client.messages.create(model="m", max_tokens=64, messages=list(self.history))
+        %s
+        return reply
+
+    def nightly_reset(self):
+        self.respond("Anything else to remember before I forget this conversation?")
+        self.history = deque([{"role": "system", "content": self.system_prompt()}])
+'''
+
+
+@pytest.mark.parametrize(("keep", "reported"), [
+    ("self.facts += parse_facts(reply.content[0].text)", True),  # the next turn's system prompt holds it
+    ("print(parse_facts(reply.content[0].text))", False),  # shown only
+])
+def test_a_reply_a_method_keeps_in_its_object_reaches_its_next_calls_system_prompt(keep, reported):
+    body = ASSISTANT % keep
+    sink = line_of(body, '        self.history[0] = {"role": "system", "content": self.system_prompt()}')
+    source = line_of(body, '        reply = client.messages.create(model="m", max_tokens=64, messages=list(self.history))')
+    # (The reset builds its system message after this call's reply was kept: the same call's reply,
+    # whose request went out already; its next request is the next turn's `respond`, reported there.)
+    assert found(body) == ([(sink, "PC401", source)] if reported else [])
+
+
+def test_a_reply_a_method_keeps_is_no_source_for_a_method_that_never_asks():
+    body = '''
+
+class Notes:
+    def summarise(self, text):
+        self.summary = client.messages.create(model="m", max_tokens=64, messages=[{"role": "user", "content": text}])
+
+    def messages(self, text):
+        return [{"role": "system", "content": f"Summary so far: {self.summary}"}, {"role": "user", "content": text}]
+'''
+    # Whether the summary is redone per turn or once per session is not said here: not reported.
+    assert found(body) == []

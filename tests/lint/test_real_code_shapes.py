@@ -533,6 +533,16 @@ def test_a_transcript_of_the_conversation_in_the_system_message_is_per_turn(plac
     assert [d.code for d in diags(TRANSCRIPT.replace("{placement}", placement))] == expected
 
 
+@pytest.mark.parametrize("window", ["message_history[-20:]", "message_history[::-1]", "reversed(message_history)"])
+def test_a_transcript_of_a_window_of_the_conversation_is_one_too(window):
+    source = f'''async def system_blocks(channel):
+    message_history = [m async for m in channel.history(limit=20)]
+    lines = [f"{{msg.author.name}}: {{msg.content}}" for msg in {window}]
+    return [{{"role": "system", "content": "History:\\n" + "\\n".join(lines)}}]
+'''
+    assert [d.code for d in diags(source)] == ["PC401"]
+
+
 def test_converting_a_history_message_by_message_is_not_a_transcript():
     source = '''def to_provider(messages):
     out = [{"role": "system", "content": "You are helpful."}]
@@ -711,3 +721,21 @@ def prepare({holder}):
 '''
     [found] = lint_source(source)
     assert f"(recognised by the name `{holder}.system_prompt`)" in found.message
+
+
+@pytest.mark.parametrize("grow", [
+    'by_kind["lights" if state.domain == "light" else "other"].append(state)',  # a list held under a key
+    'by_kind["all"]["now"].append(state)',  # two levels down
+])
+def test_what_a_builder_adds_to_a_list_held_in_a_dict_is_in_the_dict(grow):
+    source = f'''def device_list(hass):
+    by_kind = {{"lights": [], "other": [], "all": {{"now": []}}}}
+    for state in hass.states.async_all():
+        {grow}
+    return "\\n".join(f"{{kind}}: {{states}}" for kind, states in by_kind.items())
+
+
+def messages(hass, text):
+    return [{{"role": "system", "content": "Devices:\\n" + device_list(hass)}}, {{"role": "user", "content": text}}]
+'''
+    assert codes(source) == ["PC401"]

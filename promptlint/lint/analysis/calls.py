@@ -36,7 +36,7 @@ _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
 #: Families of what may locate a file without being in it: host facts, clocks and ids in a path.
 _LOCATORS = ("PC1", "PC2", "PC3")
 #: Calls that return their argument's structure: a copy or a read-only view of a list or dict.
-_SAME_STRUCTURE = frozenset({"builtins.dict", "builtins.list", "builtins.tuple", "types.MappingProxyType", "copy.copy",
+_SAME_STRUCTURE = frozenset({"builtins.dict", "builtins.list", "builtins.tuple", "collections.deque", "types.MappingProxyType", "copy.copy",
                              "copy.deepcopy"})
 #: Classes of a system message, whatever library they come from.
 _SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "SystemPrompt", "SystemChatMessage",
@@ -225,7 +225,7 @@ class Calls:
                 return self._construct(node, info[1], args, kwargs)
         # 4. templates, joins, mutators, everything else: taint flows through
         if (callee in REQUEST_METHODS and callee not in _TEMPLATE_METHODS and callee != "parse" or posts_request(node, self.env)
-                or asks_model(callee, [*args, *kwargs.values()])):
+                or asks_model(callee, args if callee in _TEMPLATE_METHODS else [*args, *kwargs.values()])):
             # `client.messages.create(...)`, `httpx.post(url, json=payload)`: the response is the
             # model's new text, not the request it was sent (a clock in the system prompt is not
             # in the reply). What the model said is new on every call: per-turn content in the loop

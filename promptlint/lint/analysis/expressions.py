@@ -14,7 +14,7 @@ from promptlint.lint.analysis.sinks import last_system, role_of, system_side
 from promptlint.lint.diagnostic import PARAMETER, Fix, TraceStep
 from promptlint.lint.lifetimes import graph_node
 from promptlint.lint.run_state import state_key, state_object
-from promptlint.lint.guards import describes, picks_system, set_test, written_role
+from promptlint.lint.guards import describes, list_name, picks_system, set_test, windowed, written_role
 
 _BUILTINS = frozenset(dir(builtins))
 _TURN_TEXT_ATTRS = {"text", "content", "message", "messages", "query", "input", "prompt", "body", "question"}
@@ -34,17 +34,6 @@ def _by_name(key_node: ast.AST, key: Val) -> bool:
         return True
     name = key_node.attr if isinstance(key_node, ast.Attribute) else getattr(key_node, "id", None)
     return key.const is None and isinstance(name, str) and not _POSITION.match(name.lower())
-
-
-def list_name(node: ast.AST) -> str | None:
-    """The name a list is known by: ``messages``, ``self.history``, ``state["messages"]``."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
-        return node.slice.value
-    return None
 
 
 #: Fields of a message that say who spoke, and the origins of a message's speaker and words.
@@ -330,7 +319,7 @@ class Expressions:
         a loop grows has more elements on each pass; each element is what it was (loops.py)."""
         if self.passes:
             element = element.keep(lambda t: not loops.mine(self.passes, t))
-        listed = list_name(iterable)
+        listed = list_name(windowed(iterable))
         if element.items is None and element.keys is None and listed and self.m.catalog.source_newest_of.match(listed):
             return Val(element.taints, origin=HISTORY, node=element.node)
         return element

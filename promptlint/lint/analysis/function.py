@@ -44,6 +44,7 @@ class FunctionAnalysis(Statements, Passes, Expressions, Calls, Sinks):
         self.lazy: list[str | None] = []  # names that enclosing `if x is None:` tests set once
         self.first_pass = 0  # > 0 inside `if self.turn_count == 0:`: code that runs on the first call only
         self.replies = False  # a model was asked here (Summary.replies)
+        self.kept_replies: dict = {}  # where a reply this method kept in `self` was received -> the line keeping it
         self.control: list[tuple[Taint, ...]] = []  # clock taints of enclosing `if now.hour < 12:` tests
         self.turn_objects: dict[str, Taint] = {}  # per-turn parameters typed as objects: only their text is
         self.run_state = False  # an instructions function a framework calls: its parameters are the run's context

@@ -168,13 +168,14 @@ def received(passes: list[Pass], taints: tuple[Taint, ...]) -> tuple[Taint, ...]
     return taints
 
 
-def leave(frame: Pass, values: dict) -> None:
-    """After the loop, what it carried is what it built: drop its taints from ``values``."""
+def leave(frame: Pass, values: dict, replies_stay: bool = False) -> None:
+    """After the loop, what it carried is what it built: drop its taints from ``values``. (With
+    ``replies_stay``, an object's attributes keep the replies: the next call reads them there.)"""
     if not frame.sources and not frame.replies:
         return
     for name, val in list(values.items()):
         if any(given([frame], t) for t in val.taints):
-            values[name] = val.keep_deep(lambda t: not given([frame], t))
+            values[name] = val.keep_deep(lambda t: not given([frame], t) or replies_stay and t.reply)
 
 
 def history(*vals: Val) -> bool:

@@ -206,6 +206,23 @@ class ModuleAnalysis:
         body.run_block(self.tree.body)
 
     @property
+    def dead(self) -> bool:
+        """Whether this module fails at import, so none of its code runs: a top-level import of
+        a module its own tree's package does not have (a stale copy beside the live package)."""
+        if self.project is None:
+            return False
+        for node in self.tree.body:
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module]
+            else:
+                continue
+            if any(self.project.missing_module(name) for name in names):
+                return True
+        return False
+
+    @property
     def reruns(self) -> bool:
         """Whether this module is a Streamlit script (lifetimes.streamlit_script): its module-level
         code runs per turn, not once at import."""
@@ -299,6 +316,15 @@ class ModuleAnalysis:
         try:
             fa = FunctionAnalysis(self, ref, ref.cls)
             result = fa.run_function()
+            if fa.kept_replies and not ref.cls.next_turn:
+                # A method that keeps the model's reply in its object (`self.facts += parse(reply)`)
+                # is called again on the next turn: what it builds from that attribute before the
+                # line that keeps it (the system prompt) carries the last turn's reply then.
+                ref.cls.next_turn = (ref.node, min(fa.kept_replies.values()), frozenset(fa.kept_replies))
+                try:
+                    result = FunctionAnalysis(self, ref, ref.cls).run_function()
+                finally:
+                    ref.cls.next_turn = ()
         finally:
             _DEPTH[0] = depth
             self.in_progress.discard(key)

@@ -89,7 +89,7 @@ class Passes:
             self.env = joined({}, self.env, broken)
         loops.leave(frame, self.env)
         if self.cls is not None:
-            loops.leave(frame, self.cls.attrs)
+            loops.leave(frame, self.cls.attrs, replies_stay=True)
 
     def _left(self, block: list[ast.stmt], env: dict, before: dict) -> dict:
         """A branch that leaves (``notes += reply; break``, ``return``): what it binds reaches no

@@ -267,7 +267,8 @@ class Sinks:
                 self.param_sinks.append(ParamSink(taint.param, taint.label, taint.dumped, steps, layer, kind,
                                                   located=taint.code == LOCATED, index=taint.index))
             return
-        if taint.reply and not loops.given(self.passes, taint):
+        if taint.reply and not loops.given(self.passes, taint) and not (
+                self.cls is not None and self.cls.next_turn and loops.origin(taint) in self.cls.next_turn[2]):
             return  # the model's reply outside the loop that received it (calls.py `_reply`)
         if self.passes and loops.mine(self.passes, taint) and not (self.calling or self.sink_via or loops.sends(self.passes, taint)):
             return  # a loop that sends nothing (a message merger): what it grows is not sent per pass
@@ -532,7 +533,11 @@ _ASKS_MODEL = re.compile(r"(?i)llm|generat|complet|chat|respon")
 
 def asks_model(name: str, args: list) -> bool:
     """An unknown callable named for asking a model and handed a conversation (a list of role
-    messages): what comes back is the model's answer, not the messages."""
+    messages): what comes back is the model's answer, not the messages. A runnable's ``invoke``
+    handed one (`llm.invoke([SystemMessage(...), ...])`) is a chat model's: a template's, a
+    chain's or a graph's takes a dict of inputs."""
+    if name in ("invoke", "ainvoke"):
+        return _holds_messages(args, by_class=True)
     return bool(_ASKS_MODEL.search(name)) and "template" not in name and _holds_messages(args)
 
 

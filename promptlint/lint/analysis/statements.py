@@ -6,13 +6,12 @@ import ast
 import re
 
 from promptlint.lint.analysis import loops
-from promptlint.lint.analysis.expressions import list_name
 from promptlint.lint.analysis.sinks import is_system_message, other_role
 from promptlint.lint.analysis.values import (RUN_STATE, FunctionRef, Summary, Taint, Val, frozen_ok, as_fallback, chosen,
                                              join, key_of, merge, system_only, user_words)
 from promptlint.lint.diagnostic import CHOOSES, PARAMETER
 from promptlint.lint.guards import (COUNTING_CALLS, accumulates, callee_name, descendants, ends_pass, first_of_loop, first_pass,
-                                    picks_system, returns_when_set, role_names, role_test, selects, unset_test)
+                                    list_name, picks_system, returns_when_set, role_names, role_test, selects, unset_test)
 from promptlint.lint.run_state import state_key, state_receiver
 
 def _content_of(target: ast.AST) -> ast.AST | None:
@@ -139,6 +138,9 @@ class Statements:
 
     # --------------------------------------------------------------- statements
     def stmt(self, node: ast.stmt) -> None:
+        turn = self.cls.next_turn if self.cls is not None else ()
+        if turn and turn[0] is getattr(self.ref, "node", None) and node.lineno >= turn[1]:
+            self.cls.next_turn = ()  # (module.summary) from the line that keeps this turn's reply on
         method = getattr(self, "stmt_" + type(node).__name__, None)
         if method is not None:
             method(node)
@@ -444,6 +446,9 @@ class Statements:
                 # A parameter of this method means nothing in another method: keep real sources
                 # only; what ``__init__`` computes is frozen for the object's life (docs/field.md).
                 stored = val.keep(lambda t: t.param < 0 and (not self.frozen or frozen_ok(t)))
+                for t in stored.taints:
+                    if t.reply:
+                        self.kept_replies.setdefault(loops.origin(t), stmt.lineno)
                 old = self.cls.attrs.get(target.attr)
                 self.cls.attrs[target.attr] = join(old, stored) if old is not None else stored
                 known = {t.key() for t in old.taints} if old is not None else set()
@@ -525,6 +530,14 @@ class Statements:
     def _update_container(self, node: ast.AST, val: Val) -> None:
         name = self._dotted_local(node)
         if name is None:
+            if isinstance(node, ast.Subscript) and val.taints:
+                # `by_domain[domain].append(attrs)`: what the inner list holds, the outer one holds
+                outer = self._dotted_local(node.value)
+                held = self.env.get(outer) if outer is not None else None
+                if held is not None:
+                    self._update_container(node.value, held.with_taints(merge(held.taints, val.taints)))
+                elif isinstance(node.value, ast.Subscript):
+                    self._update_container(node.value, val)
             return
         if self.first_pass:  # filled on the first call only (`if not self.messages: ...append(...)`)
             val = val.keep_deep(frozen_ok)

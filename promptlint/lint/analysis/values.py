@@ -324,6 +324,7 @@ class ClassInfo:
     bases: list[str] = field(default_factory=list)
     ready: bool = False
     module: "ModuleAnalysis | None" = None
+    next_turn: tuple = ()  # (method, first line that keeps one, replies it kept here): its next call sees them (module.summary)
 
 
 #: The code of a symbolic parameter taint that went through a file read: the parameter located
