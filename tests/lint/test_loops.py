@@ -477,3 +477,17 @@ class Notes:
 '''
     # Whether the summary is redone per turn or once per session is not said here: not reported.
     assert found(body) == []
+
+
+def test_what_a_method_builds_from_the_reply_it_just_received_is_this_calls_not_the_last_ones():
+    body = '''
+
+class Planner:
+    def plan(self, task):
+        reply = client.messages.create(model="m", max_tokens=64, messages=[{"role": "user", "content": task}])
+        record = [{"role": "system", "content": "Plan the task."}, {"role": "system", "content": reply.content[0].text}]
+        self.usage += count(record)
+        return reply
+'''
+    # The record holds this call's reply (asked for above it), whatever `self.usage` keeps.
+    assert found(body) == []

@@ -739,3 +739,33 @@ def messages(hass, text):
     return [{{"role": "system", "content": "Devices:\\n" + device_list(hass)}}, {{"role": "user", "content": text}}]
 '''
     assert codes(source) == ["PC401"]
+
+
+@pytest.mark.parametrize(("model", "codes"), [
+    ("SessionSystemPromptResponse", []),  # an API's response: shown to a client, not sent to a model
+    ("ContextWindowOverview", []),
+    ("AgentConfig", ["PC101"]),  # a configuration the agent is built from
+])
+def test_a_layer_named_keyword_of_a_response_model_is_shown_not_sent(model, codes):
+    source = f'''from datetime import datetime
+
+
+def preview():
+    return {model}(system_prompt=f"You are a helper. It is {{datetime.now()}}.")
+'''
+    assert [d.code for d in lint_source(source)] == codes
+
+
+@pytest.mark.parametrize(("read", "codes"), [
+    ("self.memory.get_facts()", ["PC401"]),  # what earlier turns wrote into the memory
+    ("self.long_term_memory.list_recent_notes(5)", ["PC401"]),
+    ("self.memory.get_user_by_id(user_id)", []),  # one record looked up by its id
+    ("self.memory.get_tools()", []),  # the memory's own tool definitions
+])
+def test_a_memory_read_named_for_what_it_holds_is_per_turn(read, codes):
+    source = f'''class Companion:
+    def messages(self, user_id, text):
+        known = {read}
+        return [{{"role": "system", "content": f"You know: {{known}}"}}, {{"role": "user", "content": text}}]
+'''
+    assert [d.code for d in lint_source(source)] == codes

@@ -7,7 +7,7 @@ import re
 
 from promptlint.lint.analysis import arguments, loops
 from promptlint.lint.analysis.values import (EMPTY, LOCATED, RUN_STATE, appended, certain, chosen, clip, ClassInfo, FunctionRef, Taint, Val, default_used, fixed,
-                                             frozen_ok, join, merge, narrowed, read_at, user_words)
+                                             frozen_ok, join, merge, narrowed, parameters, read_at, user_words)
 from promptlint.lint.analysis.rendered import rendered_callables, stuffed, substitute
 from promptlint.lint.analysis.sinks import (REQUEST_METHODS, asked_with_conversation, asks_model, before_history, entry_node,
                                             other_role, posts_request, role_of, system_side, system_text)
@@ -212,7 +212,8 @@ class Calls:
         if target is not None:  # (an abstract method: the project's one implementation of it)
             target = self.m.implementation(target)
             result = self._apply_summary(node, target, func, args, kwargs)
-            loops.received(self.passes, result.taints)
+            summary = target.module.summaries.get(id(target.node))
+            self._received(result.taints, asked=summary is not None and summary.replies)
             if self.run_state and any(a.origin == RUN_STATE for a in [*args, *kwargs.values()]):
                 # `self.check_state(context)` handed the run's context: what the helper reads from it
                 step = self.m.step(node, f"via {target.qualname.rsplit('.', 1)[-1]}()")
@@ -327,8 +328,15 @@ class Calls:
         object or handed to one-off requests, it is reported nowhere. A token count is no reply."""
         if callee == "count_tokens" or not asked_with_conversation(kwargs, vals):
             return ()
-        return loops.received(self.passes, (Taint(loops.CODE, "volatile", (self.m.step(
+        return self._received((Taint(loops.CODE, "volatile", (self.m.step(
             node, f"the model's reply: `{self.m.snippet(node, 40)}`"),), reply=True),))
+
+    def _received(self, taints: tuple[Taint, ...], asked: bool = True) -> tuple[Taint, ...]:
+        """``taints``, whose replies the innermost loop has now received (one the method kept for
+        its next call is this call's own from here on, when it asks again: module.summary)."""
+        if asked and (turn := self.cls is not None and self.cls.next_turn):
+            self.cls.next_turn = (*turn[:2], turn[2] - {loops.origin(t) for t in taints if t.reply})
+        return loops.received(self.passes, taints)
 
     def _static_catalog(self, receiver: ast.AST) -> bool:
         """`i18n.retrieve("slices", "role")`: a translation catalog holds fixed text; it retrieves nothing."""
@@ -585,12 +593,5 @@ class Calls:
 
     @staticmethod
     def _param_names(ref: FunctionRef) -> list[str]:
-        a = ref.node.args
-        names = [x.arg for x in [*a.posonlyargs, *a.args]]
-        if a.vararg:
-            names.append(a.vararg.arg)
-        names += [x.arg for x in a.kwonlyargs]
-        if a.kwarg:
-            names.append(a.kwarg.arg)
-        return names
+        return [a.arg for a in parameters(ref.node)]
 

@@ -374,6 +374,8 @@ class Sinks:
         assistant (``Agent(instructions=...)``, ``WeatherAIAssistant.get_instructions``): a file
         change request, a tool's usage notes and a recipe have instructions too."""
         layer = self.m.catalog.stable_layer_of(name)
+        if layer is not None and _SHOWN_IN.fullmatch(context.rsplit(".", 1)[-1]):
+            return None
         if layer is not None and _AMBIGUOUS_NAME.fullmatch(name):
             owner = f"{self.cls.name} {' '.join(self.cls.bases)}" if self.cls is not None else ""
             here = f"{context} {owner} {self.ref.qualname if self.ref else ''}".lower()
@@ -511,6 +513,9 @@ def role_of(val: Val | None) -> str | None:
 _SCHEMA_KEYS = ("parameters", "input_schema", "inputSchema", "parametersJsonSchema", "args_schema")
 #: Names that say "stable layer" only about an agent (``named_layer``).
 _AMBIGUOUS_NAME = re.compile(r"_*(?:(?:get|format|build)_)?instructions")
+#: Classes a name sink's value is handed to for showing, not sending: an API's response model
+#: (`SessionSystemPromptResponse(system_prompt=...)`), a context-window overview, a preview.
+_SHOWN_IN = re.compile(r"\w*(?:Response|Overview|Preview|Report)")
 #: Payload keys that are stable layers when the dict (or the call's keywords) also has one of
 #: the companion keys of an LLM request: key -> (companions, layer, how the value is read).
 _PAYLOAD_SINKS = {

@@ -8,7 +8,7 @@ import re
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.sinks import is_system_message, other_role
 from promptlint.lint.analysis.values import (RUN_STATE, FunctionRef, Summary, Taint, Val, frozen_ok, as_fallback, chosen,
-                                             join, key_of, merge, system_only, user_words)
+                                             join, key_of, merge, parameters, system_only, user_words)
 from promptlint.lint.diagnostic import CHOOSES, PARAMETER
 from promptlint.lint.guards import (COUNTING_CALLS, accumulates, callee_name, descendants, ends_pass, first_of_loop, first_pass,
                                     list_name, picks_system, returns_when_set, role_names, role_test, selects, unset_test)
@@ -63,12 +63,7 @@ class Statements:
     def run_function(self) -> Summary:
         node = self.ref.node
         args = node.args
-        all_args = [*args.posonlyargs, *args.args]
-        if args.vararg:
-            all_args.append(args.vararg)
-        all_args += args.kwonlyargs
-        if args.kwarg:
-            all_args.append(args.kwarg)
+        all_args = parameters(node)
         self.params = [a.arg for a in all_args]
         for i, a in enumerate(all_args):
             taints = [Taint("", "volatile", (), param=i), Taint("", "unordered", (), param=i)]

@@ -346,9 +346,15 @@ MAX_SUMMARY_DEPTH = 6
 _DEPTH = [0]  # current nesting of summary computations (one analysis runs at a time per process)
 
 
+def parameters(node: ast.AST) -> list[ast.arg]:
+    """A function's parameters in the order its summaries number them (``*args`` after the
+    positional ones, ``**kwargs`` last)."""
+    a = node.args
+    return [*a.posonlyargs, *a.args, *([a.vararg] if a.vararg else []), *a.kwonlyargs, *([a.kwarg] if a.kwarg else [])]
+
+
 def _opaque(ref: FunctionRef) -> Summary:
-    a = ref.node.args
-    n = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) + bool(a.vararg) + bool(a.kwarg)
+    n = len(parameters(ref.node))
     taints = tuple(Taint("", label, (), param=i) for i in range(n) for label in ("volatile", "unordered"))
     return Summary(Val(taints[: MAX_TAINTS]))
 
