@@ -1244,3 +1244,36 @@ def test_a_package_deeper_in_the_tree_may_be_another_name_for_an_installed_libra
         "from app.llm import ask", "from discord.ext import commands\nfrom app.llm import ask"),
         "app/__init__.py": "", "app/llm.py": "def ask(messages):\n    return messages\n"}
     assert [(name, code) for name, _, code in lint_tree(tmp_path, files)[0]] == [("bot.py", "PC101")]
+
+
+def test_an_attribute_is_reported_where_it_is_read_not_where_it_was_first_stored():
+    source = '''from datetime import datetime
+
+from openai import OpenAI
+
+
+class Agent:
+    def __init__(self):
+        self.client = OpenAI()
+        self.system_prompt = self._load_system_prompt()
+        self.history = []
+
+    def _load_system_prompt(self):
+        return f"You are an agent. Now: {datetime.now()}"
+
+    def _refresh(self):
+        self.system_prompt = self._load_system_prompt()
+
+    def _llm_call(self, messages):
+        return self.client.chat.completions.create(model="m", messages=messages)
+
+    def handle(self, text):
+        self.history.append({"role": "user", "content": text})
+        if text == "/learn":
+            self._refresh()
+        return self._llm_call([{"role": "system", "content": self.system_prompt}] + self.history[-20:])
+'''
+    # The prompt built once in `__init__` is frozen; the one `_refresh` rebuilds mid-conversation is
+    # the leak, reported on its path (never at the `__init__` line, which its trace does not pass).
+    found = lint_source(source)
+    assert found and all(d.line != 9 and any(s.line == 16 for s in d.trace) for d in found)
