@@ -334,8 +334,8 @@ class Calls:
     def _received(self, taints: tuple[Taint, ...], asked: bool = True) -> tuple[Taint, ...]:
         """``taints``, whose replies the innermost loop has now received (one the method kept for
         its next call is this call's own from here on, when it asks again: module.summary)."""
-        if asked and (turn := self.cls is not None and self.cls.next_turn):
-            self.cls.next_turn = (*turn[:2], turn[2] - {loops.origin(t) for t in taints if t.reply})
+        if asked and self.cls is not None and (turn := self.cls.next_turn):
+            self.cls.next_turn = turn._replace(replies=turn.replies - {loops.origin(t) for t in taints if t.reply})
         return loops.received(self.passes, taints)
 
     def _static_catalog(self, receiver: ast.AST) -> bool:

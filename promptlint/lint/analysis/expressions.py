@@ -246,9 +246,8 @@ class Expressions:
                 summary = owner.summary(ref)
                 return summary.ret.with_taints(tuple(t for t in summary.ret.taints if t.param < 0))
             return Val(origin=ref.qualname, func=ref, node=node)
-        if attr in info.attrs:  # (read here: a finding at its use is reported here, not where it was stored)
-            v = info.attrs[attr]
-            return Val(v.taints, v.origin, v.const, v.items, v.keys, v.func, node, v.template, v.sink_layer)
+        if attr in info.attrs:
+            return info.attrs[attr].at(node)  # (reported where it is read, not where it was stored)
         typed = owner.attribute_class(info, attr) if instance else None  # `llm: BaseLLM` in the class body
         return Val(origin=f"@{typed}()", node=node) if typed is not None else None
 

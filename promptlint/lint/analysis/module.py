@@ -7,7 +7,7 @@ import ast
 
 from promptlint.lint.analysis.function import FunctionAnalysis
 from promptlint.lint.analysis.values import (
-    _DEPTH, MAX_SUMMARY_DEPTH, ClassInfo, FunctionRef, Summary, Taint, Val, _opaque, holds_template,
+    _DEPTH, MAX_SUMMARY_DEPTH, ClassInfo, FunctionRef, NextTurn, Summary, Taint, Val, _opaque, holds_template,
 )
 from promptlint.lint.catalog import Catalog
 from promptlint.lint.diagnostic import Diagnostic, TraceStep
@@ -316,15 +316,15 @@ class ModuleAnalysis:
         try:
             fa = FunctionAnalysis(self, ref, ref.cls)
             result = fa.run_function()
-            if fa.kept_replies and not ref.cls.next_turn:
+            if fa.kept_replies and ref.cls.next_turn is None:
                 # A method that keeps the model's reply in its object (`self.facts += parse(reply)`)
                 # is called again on the next turn: what it builds from that attribute before the
                 # line that keeps it (the system prompt) carries the last turn's reply then.
-                ref.cls.next_turn = (ref.node, min(fa.kept_replies.values()), frozenset(fa.kept_replies))
+                ref.cls.next_turn = NextTurn(ref.node, min(fa.kept_replies.values()), frozenset(fa.kept_replies))
                 try:
                     result = FunctionAnalysis(self, ref, ref.cls).run_function()
                 finally:
-                    ref.cls.next_turn = ()
+                    ref.cls.next_turn = None
         finally:
             _DEPTH[0] = depth
             self.in_progress.discard(key)

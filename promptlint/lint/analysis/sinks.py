@@ -268,7 +268,7 @@ class Sinks:
                                                   located=taint.code == LOCATED, index=taint.index))
             return
         if taint.reply and not loops.given(self.passes, taint) and not (
-                self.cls is not None and self.cls.next_turn and loops.origin(taint) in self.cls.next_turn[2]):
+                self.cls is not None and self.cls.next_turn and loops.origin(taint) in self.cls.next_turn.replies):
             return  # the model's reply outside the loop that received it (calls.py `_reply`)
         if self.passes and loops.mine(self.passes, taint) and not (self.calling or self.sink_via or loops.sends(self.passes, taint)):
             return  # a loop that sends nothing (a message merger): what it grows is not sent per pass

@@ -133,9 +133,9 @@ class Statements:
 
     # --------------------------------------------------------------- statements
     def stmt(self, node: ast.stmt) -> None:
-        turn = self.cls.next_turn if self.cls is not None else ()
-        if turn and turn[0] is getattr(self.ref, "node", None) and node.lineno >= turn[1]:
-            self.cls.next_turn = ()  # (module.summary) from the line that keeps this turn's reply on
+        turn = self.cls.next_turn if self.cls is not None else None
+        if turn and turn.method is getattr(self.ref, "node", None) and node.lineno >= turn.until:
+            self.cls.next_turn = None  # (module.summary) from the line that keeps this turn's reply on
         method = getattr(self, "stmt_" + type(node).__name__, None)
         if method is not None:
             method(node)

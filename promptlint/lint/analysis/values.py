@@ -123,6 +123,10 @@ class Val:
     def with_taints(self, taints) -> "Val":
         return Val(taints, self.origin, self.const, self.items, self.keys, self.func, self.node, self.template, self.sink_layer)
 
+    def at(self, node: ast.AST) -> "Val":
+        """The same value, read at ``node`` (a finding at its use is reported there)."""
+        return Val(self.taints, self.origin, self.const, self.items, self.keys, self.func, node, self.template, self.sink_layer)
+
 
 EMPTY = Val()
 
@@ -324,7 +328,16 @@ class ClassInfo:
     bases: list[str] = field(default_factory=list)
     ready: bool = False
     module: "ModuleAnalysis | None" = None
-    next_turn: tuple = ()  # (method, first line that keeps one, replies it kept here): its next call sees them (module.summary)
+    next_turn: "NextTurn | None" = None  # a method's next call, being analysed (module.summary)
+
+
+class NextTurn(NamedTuple):
+    """A method analysed again as its next call: the replies it kept in its object are the last
+    turn's until the line that keeps one (module.summary)."""
+
+    method: ast.AST
+    until: int  # the first line that keeps one of this call's replies
+    replies: frozenset  # where the kept replies were received (loops.origin)
 
 
 #: The code of a symbolic parameter taint that went through a file read: the parameter located
