@@ -158,6 +158,7 @@ class SourceSpec(NamedTuple):
     fields: tuple[str, ...] = ()
     newest_of: tuple[str, ...] = ()
     conversations: tuple[str, ...] = ()  # names of a whole conversation, rendered into text
+    message_types: tuple[str, ...] = ()  # a chat platform's incoming message: its text is this turn's
     receiver_methods: tuple[tuple[str, tuple[str, ...]], ...] = ()
     strings: tuple[str, ...] = ()
     max_args: int | None = None
@@ -275,6 +276,7 @@ class Catalog:
         self.source_fields = {f: s for s in self.sources for f in s.fields}
         self.source_newest_of = PatternTable([(p, s) for s in self.sources for p in s.newest_of])
         self.source_conversations = PatternTable([(p, s) for s in self.sources for p in s.conversations])
+        self.source_message_types = PatternTable([(p, s) for s in self.sources for p in s.message_types])
         self.source_receiver_methods = PatternTable([(f"{receiver}.{m}", s) for s in self.sources
                                                      for receiver, methods in s.receiver_methods for m in methods])
         self.source_strings = PatternTable([(p, s) for s in self.sources for p in s.strings])
@@ -448,7 +450,7 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
     for i, e in enumerate(data.get("sources") or []):
         where = f"{path}: sources[{i}]"
         _check_keys(e, {"id", "code", "label", "note", "calls", "attributes", "methods", "params", "strings", "max_args", "sortable",
-                       "rendered", "state_fields", "receiver_methods", "fields", "newest_of", "conversations"}, where)
+                       "rendered", "state_fields", "receiver_methods", "fields", "newest_of", "conversations", "message_types"}, where)
         if e.get("code") not in codes:
             raise CatalogError(f"{where}: unknown code {e.get('code')!r}")
         if e.get("label") not in LABELS:
@@ -463,6 +465,7 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
             fields=_as_tuple(e.get("fields"), where, "fields"),
             newest_of=_as_tuple(e.get("newest_of"), where, "newest_of"),
             conversations=_as_tuple(e.get("conversations"), where, "conversations"),
+            message_types=_as_tuple(e.get("message_types"), where, "message_types"),
         ))
     for i, e in enumerate(data.get("sinks") or []):
         where = f"{path}: sinks[{i}]"

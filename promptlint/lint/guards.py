@@ -319,6 +319,15 @@ def list_name(node: ast.AST) -> str | None:
     return None
 
 
+def receiver_name(node: ast.AST) -> str:
+    """The name a method's receiver is known by: ``memory`` of ``self.memory.search()``; one item of
+    a named collection is ``memories[]`` (``self.memories[guild_id].get_context_string()``)."""
+    if isinstance(node, ast.Subscript):
+        inner = receiver_name(node.value)
+        return f"{inner}[]" if inner else ""
+    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+
+
 def windowed(node: ast.AST) -> ast.AST:
     """The list a window of it is taken from: ``history`` of ``history[-20:]``, ``reversed(history)``."""
     while isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) or (

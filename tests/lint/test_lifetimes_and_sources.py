@@ -334,7 +334,8 @@ def test_other_create_verbs_still_run_per_request(name):
 
 # --------------------------------------------------------------- memory read per turn
 @pytest.mark.parametrize("read", ["self.memory.search(query)", "self.mem.run(messages=[query])",
-                                  "self.long_term_memory.search(query)"])
+                                  "self.long_term_memory.search(query)",
+                                  "self.memories[query.guild].get_context_string()"])
 def test_what_an_agents_memory_returns_is_per_turn_content(read):
     source = f'''class Agent:
     def reply(self, query):
@@ -342,6 +343,39 @@ def test_what_an_agents_memory_returns_is_per_turn_content(read):
         return [{{"role": "system", "content": "Known facts:\\n" + str(notes)}}]
 '''
     assert codes(source) == ["PC401"]
+
+
+def test_a_memory_read_keyed_by_a_fresh_id_is_per_turn_content_not_an_identity():
+    source = '''import uuid
+
+class Agent:
+    def reply(self, query, conversation_id=None):
+        conversation_id = conversation_id or uuid.uuid4()
+        notes = self.memory.search(query, conversation_id=conversation_id)
+        return [{"role": "system", "content": "Known facts:\\n" + str(notes)}]
+'''
+    assert codes(source) == ["PC401"]
+
+
+@pytest.mark.parametrize(("annotation", "expected"), [("discord.Message", ["PC401"]), ("Message", ["PC401"]),
+                                                      ("discord.Member", [])])
+def test_the_text_of_a_chat_platforms_incoming_message_is_this_turns(annotation, expected):
+    source = f'''import discord
+from aiogram.types import Message
+
+class Bot:
+    async def route(self, message: {annotation}):
+        if message.content.startswith("!claude"):
+            return "The user asked for Claude by name."
+        return "Picked by default."
+
+    async def on_message(self, message: {annotation}):
+        reason = await self.route(message)
+        system = f"You are a helpful bot. Why you were chosen: {{reason}}"
+        history = [{{"role": "user", "content": m}} for m in self.history]
+        return [{{"role": "system", "content": system}}, *history]
+'''
+    assert codes(source) == expected
 
 
 def test_writing_to_memory_or_reading_an_item_is_not_a_memory_read():

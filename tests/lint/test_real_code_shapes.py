@@ -143,6 +143,28 @@ async def build():
 ''') == []
 
 
+@pytest.mark.parametrize("call", ["await detect()", "(await asyncio.gather(detect(), other()))[0]"])
+def test_a_nested_function_reads_the_enclosing_functions_values(call):
+    source = f'''import asyncio
+
+class Chat:
+    async def reply(self, user_message):
+        async def detect():
+            mood = await self.classifier.classify(text=user_message)
+            return {{"mood": mood}}
+
+        async def other():
+            return None
+
+        detected = {call}
+        system = f"You are kind. The user seems {{detected['mood']}}."
+        return [{{"role": "system", "content": system}}, {{"role": "user", "content": user_message}}]
+'''
+    assert codes(source) == ["PC401"]
+    # what the nested function reads of the enclosing one is per turn only because it is
+    assert codes(source.replace("text=user_message", "text=self.persona")) == []
+
+
 def test_a_clock_after_a_format_with_many_helper_arguments_is_kept():
     assert codes('''from datetime import datetime
 
@@ -450,6 +472,38 @@ async def build(self, history, instruction):
     return messages
 '''
     assert [(d.code, d.line) for d in diags(source)] == [("PC101", 6)]
+
+
+@pytest.mark.parametrize(("system_list", "log", "expected"), [("system_messages", "chat_log", ["PC101"]),
+                                                             ("system_messages", "chat_log.content", ["PC101"]),
+                                                             ("others", "chat_log.content", [])])
+def test_system_content_added_to_a_log_leads_the_request_when_a_converter_gathers_it_first(system_list, log, expected):
+    # (a Home Assistant chat log: this turn's system content is appended at its end, and a converter
+    # that gathers the system messages into a list of their own sends them ahead of the history)
+    source = f'''from homeassistant.components import conversation
+from homeassistant.util import dt as dt_util
+
+class Agent:
+    def prepare(self, chat_log):
+        {log}.append(conversation.SystemContent(content=f"Now: {{dt_util.now():%H:%M}}"))
+
+    async def handle(self, chat_log):
+        self.prepare(chat_log)
+        return await self.answer(chat_log)
+
+    async def answer(self, chat_log):
+        return await self.client.chat(messages=self.to_messages(chat_log))
+
+    def to_messages(self, chat_log):
+        system_messages, others = [], []
+        for content in {log}:
+            if isinstance(content, conversation.SystemContent):
+                {system_list}.append({{"role": "system", "content": content.content}})
+            else:
+                others.append({{"role": "user", "content": content.content}})
+        return system_messages + others
+'''
+    assert codes(source) == expected
 
 
 def test_a_system_message_built_by_keywords_elsewhere_is_still_a_sink():

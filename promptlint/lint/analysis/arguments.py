@@ -1,13 +1,14 @@
 """What a call's argument means by where it is passed: its keyword (a lookup key, a filter, a
-metadata field), for a parameter, the expression the call gives for it, and what a method stores
-of its parameters on `self`."""
+metadata field, a serializer's `sort_keys`), for a parameter, the expression the call gives for
+it, and what a method stores of its parameters on `self`."""
 
 from __future__ import annotations
 
 import ast
 import re
 
-from promptlint.lint.analysis.values import Taint, Val
+from promptlint.lint.analysis.values import Taint, Val, merge
+from promptlint.lint.diagnostic import Fix
 from promptlint.lint.guards import GROWERS, descendants, self_attribute
 
 #: Methods that change their receiver in place.
@@ -52,6 +53,32 @@ def passed(keyword: str, val: Val, callee: str, renders: bool) -> tuple[Taint, .
     if _SELECTOR_KEYWORD.match(keyword):
         return tuple(t for t in val.taints if t.label != "unordered")
     return val.taints
+
+
+def serialized(m, node: ast.Call, serializer, args, kwargs) -> Val:
+    """``json.dumps(obj)``: an unordered value keeps its order in the text unless the call sorts
+    its keys (``sort_keys=True``, a serializer that sorts by default); the fix adds the keyword."""
+    sort = kwargs.get(serializer.sort_kwarg)
+    if sort is None:
+        is_sorted = serializer.default_sorted
+    else:
+        is_sorted = bool(sort.const) if sort.const is not None or isinstance(sort.node, ast.Constant) else True
+    taints = merge(*(a.taints for a in args[:1]), *(v.taints for k, v in kwargs.items() if k in ("obj", "data")))
+    out = []
+    for t in taints:
+        if t.label != "unordered":
+            out.append(t)
+        elif not is_sorted:
+            step = m.step(node, f"serialized without {serializer.sort_kwarg}=True")
+            end_line = getattr(node, "end_lineno", node.lineno)
+            fix = Fix("add-sort-keys", node.lineno, m.column(node.lineno, node.col_offset), end_line,
+                      m.column(end_line, node.end_col_offset), True, f"add {serializer.sort_kwarg}=True",
+                      path=m.path, keyword=serializer.sort_kwarg)
+            if t.param >= 0:
+                out.append(t._replace(dumped=True, steps=t.steps + (step,), fix=fix))
+            else:
+                out.append(t._replace(code="PC502", steps=t.steps + (step,), fix=fix))
+    return Val(merge(out), node=node)
 
 
 def argument_syntax(node: ast.Call, position: int, name: str) -> ast.expr | None:

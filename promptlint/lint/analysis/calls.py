@@ -10,9 +10,9 @@ from promptlint.lint.analysis.values import (EMPTY, LOCATED, RUN_STATE, appended
                                              frozen_ok, join, merge, narrowed, parameters, read_at, user_words)
 from promptlint.lint.analysis.rendered import rendered_callables, stuffed, substitute
 from promptlint.lint.analysis.sinks import (REQUEST_METHODS, asked_with_conversation, asks_model, before_history, entry_node,
-                                            other_role, posts_request, role_of, system_side, system_text)
+                                            other_role, posts_request, role_of, system_list, system_message, system_side, system_text)
 from promptlint.lint.diagnostic import Fix
-from promptlint.lint.guards import COUNTING_CALLS, callee_name
+from promptlint.lint.guards import COUNTING_CALLS, callee_name, list_name, receiver_name
 
 _MUTATORS = arguments.MUTATORS
 _PATTERN_COMPILERS = ("re.compile(", "regex.compile(")  # origin of a compiled pattern's methods
@@ -158,7 +158,7 @@ class Calls:
                 return result
         if isinstance(node.func, ast.Attribute):  # (before file reads: `store.read("user")`, `memory.load()`)
             receiver = node.func.value
-            name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+            name = receiver_name(receiver)
             specs = self.m.catalog.source_receiver_methods.match(f"{name}.{node.func.attr}") if name else []
             if specs:
                 return self._source_result(node, specs[0], node.func.attr, args, kwargs, receiver=func)
@@ -193,7 +193,7 @@ class Calls:
                 return Val(tuple(t for t in arg_taints if t.label not in clears), node=node)
             serializer = self.m.catalog.serializer_calls.get(origin)
             if serializer is not None:
-                return self._serialize(node, serializer, args, kwargs)
+                return arguments.serialized(self.m, node, serializer, args, kwargs)
             if origin == "builtins.reversed" and args and args[0].items is not None:
                 return Val(args[0].taints, items=args[0].items[::-1], node=node)  # the last message now leads
             if origin in _ORDERED_CONSUMERS and args:
@@ -357,38 +357,14 @@ class Calls:
 
     def _source_result(self, node, spec, what, args, kwargs, receiver: Val | None = None) -> Val:
         step = self.m.step(node, f"{spec.note}: `{self.m.snippet(node, 40)}`")
-        fix = None
-        if spec.label == "unordered":
-            fix = Fix("wrap-sorted", 0, 0, 0, 0, spec.sortable, "sortable" if spec.sortable else "")
+        fix = Fix("wrap-sorted", 0, 0, 0, 0, spec.sortable, "sortable" if spec.sortable else "") if spec.label == "unordered" else None
         taint = Taint(spec.code, spec.label, (step,), fix=fix)
-        # (`datetime.now(tz)` reads the clock itself: a clock behind its argument, the zone, is not its
-        # time; `set(os.listdir(d))` keeps both orders, each with its own fix)
-        extra = merge(*(a.taints for a in args), *(v.taints for v in kwargs.values()), receiver.taints if receiver else ())
+        # (`datetime.now(tz)` reads the clock itself, not the zone's; `set(os.listdir(d))` keeps both orders,
+        # each with its own fix; a key it is looked up by, `conversation_id=`, is not what comes back)
+        extra = merge(*(a.taints for a in args), *(arguments.passed(k, v, what, False) for k, v in kwargs.items()),
+                      receiver.taints if receiver else ())
         kept = tuple(t for t in extra if t.code != spec.code or t.param >= 0 or spec.label == "unordered")
         return Val(merge((taint,), kept), origin=f"{what}()", node=node)
-
-    def _serialize(self, node: ast.Call, serializer, args, kwargs) -> Val:
-        sort = kwargs.get(serializer.sort_kwarg)
-        if sort is None:
-            is_sorted = serializer.default_sorted
-        else:
-            is_sorted = bool(sort.const) if sort.const is not None or isinstance(sort.node, ast.Constant) else True
-        taints = merge(*(a.taints for a in args[:1]), *(v.taints for k, v in kwargs.items() if k in ("obj", "data")))
-        out = []
-        for t in taints:
-            if t.label != "unordered":
-                out.append(t)
-            elif not is_sorted:
-                step = self.m.step(node, f"serialized without {serializer.sort_kwarg}=True")
-                end_line = getattr(node, "end_lineno", node.lineno)
-                fix = Fix("add-sort-keys", node.lineno, self.m.column(node.lineno, node.col_offset), end_line,
-                          self.m.column(end_line, node.end_col_offset), True, f"add {serializer.sort_kwarg}=True",
-                          path=self.m.path, keyword=serializer.sort_kwarg)
-                if t.param >= 0:
-                    out.append(t._replace(dumped=True, steps=t.steps + (step,), fix=fix))
-                else:
-                    out.append(t._replace(code="PC502", steps=t.steps + (step,), fix=fix))
-        return Val(merge(out), node=node)
 
     def _mutate(self, node: ast.Call, recv: Val, method: str, args: list[Val], kwargs) -> None:
         grown = self.grown(self._dotted_local(node.func.value), node, recv, *args) if node is self.bare_call else ()
@@ -397,7 +373,10 @@ class Calls:
         if method in ("append", "extend") and recv.items is None:
             # `self.messages.append(Message("user", content))`: the end of the list, not its head
             # (and, in a message of another role, not what a test for the system role picks out)
-            added = tuple(t._replace(appended=True, other_role=other_role(message)) for t in added)
+            added = tuple(t._replace(appended=True, other_role=other_role(message), system_role=system_message(message))
+                          for t in added)
+        elif method == "insert" and recv.items is None:  # (`chat_log.content.insert(i, SystemContent(...))`)
+            added = tuple(t._replace(system_role=system_message(message)) for t in added)
         new = merge(recv.taints, added, grown, *self.loop_unordered)
         if method in ("extend", "update") and args:
             new = merge(new, tuple(self._consumed(t, node.args[0]) if t.label == "unordered" else t for t in args[0].taints))
@@ -410,7 +389,11 @@ class Calls:
             late = method == "append" and (items is None or any(
                 i.keys is None or role_of(i.keys.get("role")) not in ("system", "developer") for i in certain(items)))
             if not late and (method != "insert" or before_history(args, items)):
-                self.check_message_shape(message, node.args[-1])
+                self.system_list += (gathers := self.ref is not None and system_list(self.ref.node, list_name(node.func.value)))
+                try:
+                    self.check_message_shape(message, node.args[-1])
+                finally:
+                    self.system_list -= gathers
         if items is not None:
             if method == "append" and args:
                 items = appended(items, [args[0]], history=self.loop_depth > 0)
@@ -467,6 +450,13 @@ class Calls:
         for name, v in kwargs.items():
             if name in params:
                 actual[params.index(name)] = v
+        for i, a in actual.items():  # `to_messages(chat_log)` after a write into `chat_log.content`: that field too
+            syntax = arguments.argument_syntax(node, i - offset, params[i])
+            fields = {k.split(".")[1]: v for k, v in self.env.items() if isinstance(syntax, ast.Name) and syntax.id != "self"
+                      and k.startswith(syntax.id + ".") and k.count(".") == 1}
+            if fields:
+                actual[i] = Val(a.taints, origin=a.origin, items=a.items, keys={**fields, **(a.keys or {})}, func=a.func,
+                                node=a.node, template=a.template, sink_layer=a.sink_layer)
         if bound and isinstance(node.func, ast.Attribute):
             actual.setdefault(0, self.eval(node.func.value))
         name = ref.qualname.rsplit(".", 1)[-1]
@@ -517,20 +507,28 @@ class Calls:
             arg = actual.get(ps.param)
             if arg is None:
                 continue
-            arg = narrowed(arg, ps.index)[0]  # `prompt[0]` inside: the caller's item 0
+            arg, rest = narrowed(arg, ps.index)  # `prompt[0]` inside: the caller's item 0
+            arg = arg.with_taints(read_at(arg.taints, rest)) if rest else arg  # (a caller's parameter: at what is left)
             arg_node = arguments.argument_syntax(node, ps.param - offset, params[ps.param]) or (
                 arg.node if isinstance(arg.node, ast.expr) else node)
             if ps.located:  # the argument only located a file: what located it is not the content
                 arg = arg.keep(lambda t: not t.code.startswith(_LOCATORS))
+            if ps.system_only:  # the system messages of the caller's list, or those it added to its log
+                arg = system_side(arg.items) or arg.with_taints(tuple(
+                    t._replace(role_only=True) if t.param >= 0 else t for t in arg.taints
+                    if t.system_role or t.param >= 0 and not t.other_role))
             passed = self.m.step(arg_node, f"passed to {name}()")
             saved = self.sink_via
             self.sink_via = ((passed,) + ps.steps[:-1], ps.steps[-1] if ps.steps else None, ps.dumped, ps.label)
+            self.system_list += ps.system_only  # (a caller's parameter: its system messages, gathered there too)
             try:
                 self.sink_value(arg, arg_node, ps.arg_kind, ps.layer)
             finally:
                 self.sink_via = saved
+                self.system_list -= ps.system_only
         for index, written in summary.writes.items():
-            self._written_into(node, actual.get(index), index - offset, params[index], written, call_step)
+            index, field = index if isinstance(index, tuple) else (index, None)
+            self._written_into(node, actual.get(index), index - offset, params[index], written, call_step, field)
         if self.passes:  # `self._add_found_tools(found, tools)` in the loop that sends: `tools` grows per pass
             for index in loops.grown_params(ref.node, params):
                 self._grown_by_call(node, actual.get(index), index - offset, params[index])
@@ -550,13 +548,16 @@ class Calls:
         if grown:
             self._update_container(at, arg.with_taints(merge(arg.taints, grown)))
 
-    def _written_into(self, node: ast.Call, arg: Val | None, position: int, name: str, written, call_step) -> None:
-        """``enrich(context)`` wrote sources into ``context``: the caller's object holds them now."""
+    def _written_into(self, node: ast.Call, arg: Val | None, position: int, name: str, written, call_step, field=None) -> None:
+        """``enrich(context)`` wrote sources into ``context`` (or its ``field``): the caller's object holds them now."""
         if arg is None:
             return
         at = arguments.argument_syntax(node, position, name)
         if at is None or self._dotted_local(at) is None:
             return
+        if field is not None:  # (`prepare(chat_log)` appended to `chat_log.content`)
+            at = ast.copy_location(ast.Attribute(value=at, attr=field, ctx=ast.Load()), at)
+            arg = self.eval(at)
         taints = merge(arg.taints, tuple(t._replace(steps=clip(t.steps + (call_step,))) for t in written))
         # Where inside the object the callee wrote is not known: its structure is no longer either.
         self._update_container(at, Val(taints, origin=arg.origin, node=arg.node, template=arg.template))

@@ -220,6 +220,8 @@ class Expressions:
             taints = tuple(t for t in taints if not _turn_param(t))
         if node.attr in _TURN_TEXT_ATTRS and isinstance(node.value, ast.Name) and node.value.id in self.turn_objects:
             taints = merge(taints, (self.turn_objects[node.value.id],))
+        if isinstance(node.value, ast.Name) and node.value.id in self.params:  # `chat_log.content`: the caller's field there
+            taints = read_at(taints, (node.attr,))
         return Val(taints, origin=origin, node=node, template=base.template)
 
     def _tail(self, node: ast.AST) -> str | None:

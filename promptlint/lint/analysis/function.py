@@ -31,6 +31,7 @@ class FunctionAnalysis(Statements, Passes, Expressions, Calls, Sinks):
         self.sink_via: tuple | None = None  # (steps inside the callee, its sink step, dumped, label)
         self.stable_template: tuple | None = None  # (template step, layer) of a system template being built
         self.role_branch = 0  # > 0 inside `if role == "system":` (a role dispatch)
+        self.system_list = 0  # > 0 while appending to a list that only ever takes system messages (sinks.system_list)
         self.role_elements: list = []  # (target, system-side element, loop) of the loops over message lists
         self.loop_targets: list = []  # (target name, loop) of the enclosing `for` loops
         self.system_picks: list[set[str]] = []  # loop targets an enclosing role test picks system messages of

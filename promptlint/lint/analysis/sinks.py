@@ -9,7 +9,7 @@ from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.values import LOCATED, ParamSink, Taint, Val, _const_str, clip, common_fields, frozen_ok, join, merge
 from promptlint.lint.catalog import ArgSpec, Condition, SinkSpec
 from promptlint.lint.diagnostic import TraceStep
-from promptlint.lint.guards import callee_name
+from promptlint.lint.guards import callee_name, descendants, list_name, written_role
 from promptlint.lint.literal_search import LAYER_WRITER_NAME
 
 #: ADK's instruction placeholders: `{key}`, `{key?}` (optional); not `{artifact.x}` or `{{`.
@@ -262,10 +262,13 @@ class Sinks:
             # A sink inside a role dispatch (`if role == "system": SystemMessage(content)`) is
             # reached only for that role; generic converters would otherwise make every
             # caller's user message a "system prompt". Concrete taints there are still reported.
-            if self.ref is not None and not self.role_branch and not taint.role_only:
+            # A converter that gathers the system messages into a list of their own (put ahead of the
+            # others) takes the caller's system messages only: those it added to its log.
+            picked = bool(self.role_branch or taint.role_only)
+            if self.ref is not None and (not picked or self.system_list):
                 steps = taint.steps + (sink_step or self.m.step(node, f"reaches {layer}"),)
                 self.param_sinks.append(ParamSink(taint.param, taint.label, taint.dumped, steps, layer, kind,
-                                                  located=taint.code == LOCATED, index=taint.index))
+                                                  located=taint.code == LOCATED, index=taint.index, system_only=picked))
             return
         if taint.reply and not loops.given(self.passes, taint) and not (
                 self.cls is not None and self.cls.next_turn and loops.origin(taint) in self.cls.next_turn.replies):
@@ -451,6 +454,22 @@ def entry_node(node: ast.AST, key: str, val: Val) -> ast.AST:
 def is_system_message(message: Val) -> bool:
     """Whether a value is a message built with the system/developer role."""
     return message.keys is not None and role_of(message.keys.get("role")) in ("system", "developer")
+
+
+def system_list(func: ast.AST, name: str | None) -> bool:
+    """Whether every append to ``name`` in ``func`` adds a system message display: a list of the
+    system messages alone (``system_messages.append({"role": "system", ...})``), not an ordered copy
+    of a conversation that takes every role."""
+    if not name:
+        return False
+    adds = [n for n in descendants(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "append" and list_name(n.func.value) == name]
+    return bool(adds) and all(len(n.args) == 1 and written_role(n.args[0]) in ("system", "developer") for n in adds)
+
+
+def system_message(keys: dict | None) -> bool:
+    """Whether a message's fields say it is a system/developer message."""
+    return keys is not None and role_of(keys.get("role")) in ("system", "developer")
 
 
 def other_role(keys: dict | None) -> bool:

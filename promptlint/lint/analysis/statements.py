@@ -65,10 +65,14 @@ class Statements:
         args = node.args
         all_args = parameters(node)
         self.params = [a.arg for a in all_args]
+        self.env.update(self.ref.closure or {})
         for i, a in enumerate(all_args):
             taints = [Taint("", "volatile", (), param=i), Taint("", "unordered", (), param=i)]
             spec = self.m.catalog.source_params.get(a.arg)
-            if spec is not None:
+            typed = self.m.catalog.source_message_types.match(self.m._dotted(a.annotation) or "") if a.annotation else ()
+            if typed:  # `message: discord.Message`: the message this turn answers; its `.content` is the user's words
+                self.turn_objects[a.arg] = Taint(typed[0].code, typed[0].label, (self.m.step(a, f"{typed[0].note}{PARAMETER}{a.arg}`"),))
+            elif spec is not None:
                 taint = Taint(spec.code, spec.label, (self.m.step(a, f"{spec.note}{PARAMETER}{a.arg}`"),))
                 if _object_annotation(a.annotation):
                     # `user_input: ConversationInput`: its `.text` is this turn's words; the object
@@ -110,10 +114,12 @@ class Statements:
             # what the alias read from the object at its binding (`usage = response.usage`) is not.
             held = merge(val.taints, *(tuple(t for t in self.env[a].taints if not t.steps or t.steps[0].line != line)
                                        for a, (p, line, _) in aliases.items() if p == name and a in self.env))
-            new = tuple(t for t in held if t.param < 0 and t not in given[name])
-            if new:
-                step = self.m.step(node, f"written into `{name}` by {getattr(node, 'name', 'lambda')}()")
+            step = self.m.step(node, f"written into `{name}` by {getattr(node, 'name', 'lambda')}()")
+            if new := tuple(t for t in held if t.param < 0 and t not in given[name]):
                 writes[i] = tuple(t.then(step) for t in new)
+            for attr, val in self.env.items():  # `chat_log.content.append(x)`: into that field of the caller's object
+                if attr.startswith(name + ".") and attr.count(".") == 1 and (new := tuple(t for t in val.taints if t.param < 0)):
+                    writes[(i, attr.split(".")[1])] = tuple(t.then(step) for t in new)
         return writes
 
     def run_block(self, body: list[ast.stmt]) -> None:
@@ -366,8 +372,12 @@ class Statements:
     def stmt_FunctionDef(self, node) -> None:
         if self.ref is None and self.cls is None:
             return  # module-level functions are summarised on their own
-        inner = FunctionRef(self.m, node, f"{self.ref.qualname if self.ref else ''}.{node.name}", None)
+        # It reads the enclosing function's names (`async def detect(): return await classify(user_message)`): their
+        # sources as they stand here, not its parameters' stand-ins; summarised afresh on each run of the enclosing one.
+        closure = {name: val.with_taints(tuple(t for t in val.taints if t.param < 0)) for name, val in self.env.items()}
+        inner = FunctionRef(self.m, node, f"{self.ref.qualname if self.ref else ''}.{node.name}", None, closure)
         self.env[node.name] = Val(origin=inner.qualname, func=inner, node=node)
+        self.m.summaries.pop(id(node), None)
         self.m.summary(inner)  # nested functions: their sinks and decorators are checked too
 
     stmt_AsyncFunctionDef = stmt_FunctionDef

@@ -37,6 +37,7 @@ class Taint(NamedTuple):
     report_at: TraceStep | None = None  # template line: report there instead of at the sink
     role_only: bool = False  # a parameter taint picked out by a role dispatch (`if m["role"] == "system"`)
     other_role: bool = False  # came in a message of another role (a reply appended to a history): not a system message
+    system_role: bool = False  # came in a system message added to a log of unknown items (`chat_log.append(SystemContent(...))`)
     reply: bool = False  # the model's reply: per turn only in the loop that received it (calls.py `_reply`)
     unread: bool = False  # a file's name, not yet its content: what varies is read later, when it is used
     needs: str = ""  # a run-state field: a leak only if the conversation writes it (run_state.py)
@@ -287,6 +288,7 @@ class FunctionRef:
     node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
     qualname: str
     cls: "ClassInfo | None" = None
+    closure: dict | None = None  # a nested function: the enclosing function's names it can read
 
 
 @dataclass
@@ -301,6 +303,7 @@ class ParamSink:
     arg_kind: str
     located: bool = False  # the parameter only located a file whose content reaches the sink
     index: tuple = ()  # what of the parameter reaches it: `prompt[0]` is (0,) (Taint.index)
+    system_only: bool = False  # reached under a test for the system role: only the caller's system messages
 
 
 @dataclass
