@@ -506,6 +506,28 @@ class Agent:
     assert codes(source) == expected
 
 
+def test_an_object_stored_in_a_field_of_the_callers_log_is_not_written_into_its_other_fields():
+    # (the log keeps this turn's API object; its tools are not made of the prompt it also holds)
+    source = '''from homeassistant.util import dt as dt_util
+from openai import AsyncOpenAI
+
+client = AsyncOpenAI()
+
+class Agent:
+    def update_llm_data(self, chat_log):
+        chat_log.llm_api = self.make_api()
+
+    def make_api(self):
+        return APIInstance(prompt=f"Now: {dt_util.now()}", tools=self.tools)
+
+    async def handle(self, chat_log):
+        self.update_llm_data(chat_log)
+        tools = [{"type": "function", "function": {"name": t.name}} for t in chat_log.llm_api.tools]
+        return await client.chat.completions.create(model="m", tools=tools, messages=chat_log.messages)
+'''
+    assert codes(source) == []
+
+
 def test_a_system_message_built_by_keywords_elsewhere_is_still_a_sink():
     source = '''import time
 

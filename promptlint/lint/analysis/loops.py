@@ -346,6 +346,23 @@ def bindings(func: ast.AST) -> Bindings:
     return found
 
 
+def grown_fields(func: ast.AST, name: str) -> frozenset[str]:
+    """The lists held in fields of ``name`` that ``func`` grows (``chat_log.content.append(x)``)."""
+    return frozenset(n.func.value.attr for n in descendants(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                     and n.func.attr in GROWERS and isinstance(n.func.value, ast.Attribute)
+                     and isinstance(n.func.value.value, ast.Name) and n.func.value.value.id == name)
+
+
+def free_names(func: ast.AST) -> frozenset[str]:
+    """The names a nested function reads from the scopes around it: loaded, never bound in it."""
+    found = getattr(func, "_promptlint_free", None)
+    if found is None:
+        bound = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)} | bindings(func).rebound
+        found = func._promptlint_free = frozenset(n.id for n in descendants(func)
+                                                  if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)) - bound
+    return found
+
+
 def _appended_later(func: ast.AST, singles: list, stores: Counter) -> frozenset[int]:
     dicts = {stmt.targets[0].id: id(stmt.value) for stmt in singles
              if isinstance(stmt.value, ast.Dict) and stores[stmt.targets[0].id] == 1}

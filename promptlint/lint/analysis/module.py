@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 
+from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.function import FunctionAnalysis
 from promptlint.lint.analysis.values import (
     _DEPTH, MAX_SUMMARY_DEPTH, ClassInfo, FunctionRef, NextTurn, Summary, Taint, Val, _opaque, holds_template,
@@ -330,6 +331,21 @@ class ModuleAnalysis:
             self.in_progress.discard(key)
         self.summaries[key] = result
         return result
+
+    def nested(self, node: ast.FunctionDef | ast.AsyncFunctionDef, qualname: str, env: dict) -> FunctionRef:
+        """A function defined inside another, summarised there (its sinks and decorators are checked
+        too). It reads the enclosing function's names (`async def detect(): return await
+        classify(user_message)`): their sources as they stand here, not its parameters' stand-ins;
+        summarised again when a run of the enclosing function hands it a source."""
+        closure = {name: val.with_taints(tuple(t for t in val.taints if t.param < 0))
+                   for name in loops.free_names(node) if (val := env.get(name)) is not None}
+        ref = FunctionRef(self, node, qualname, None, closure)
+        tainted = any(v.taints for v in closure.values())
+        if tainted or getattr(node, "_promptlint_tainted_closure", False):  # (else the summary made before holds)
+            self.summaries.pop(id(node), None)
+        node._promptlint_tainted_closure = tainted
+        self.summary(ref)
+        return ref
 
     def forget_methods(self, cls: ClassInfo) -> None:
         """A method stored a new source in ``self``: the class's other methods read it there, so

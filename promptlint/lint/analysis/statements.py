@@ -117,9 +117,9 @@ class Statements:
             step = self.m.step(node, f"written into `{name}` by {getattr(node, 'name', 'lambda')}()")
             if new := tuple(t for t in held if t.param < 0 and t not in given[name]):
                 writes[i] = tuple(t.then(step) for t in new)
-            for attr, val in self.env.items():  # `chat_log.content.append(x)`: into that field of the caller's object
-                if attr.startswith(name + ".") and attr.count(".") == 1 and (new := tuple(t for t in val.taints if t.param < 0)):
-                    writes[(i, attr.split(".")[1])] = tuple(t.then(step) for t in new)
+            for field in loops.grown_fields(node, name):  # `chat_log.content.append(x)`: into that list of the caller's object
+                if new := tuple(t for t in self.env.get(f"{name}.{field}", Val()).taints if t.param < 0):
+                    writes[(i, field)] = tuple(t.then(step) for t in new)
         return writes
 
     def run_block(self, body: list[ast.stmt]) -> None:
@@ -372,13 +372,8 @@ class Statements:
     def stmt_FunctionDef(self, node) -> None:
         if self.ref is None and self.cls is None:
             return  # module-level functions are summarised on their own
-        # It reads the enclosing function's names (`async def detect(): return await classify(user_message)`): their
-        # sources as they stand here, not its parameters' stand-ins; summarised afresh on each run of the enclosing one.
-        closure = {name: val.with_taints(tuple(t for t in val.taints if t.param < 0)) for name, val in self.env.items()}
-        inner = FunctionRef(self.m, node, f"{self.ref.qualname if self.ref else ''}.{node.name}", None, closure)
+        inner = self.m.nested(node, f"{self.ref.qualname if self.ref else ''}.{node.name}", self.env)
         self.env[node.name] = Val(origin=inner.qualname, func=inner, node=node)
-        self.m.summaries.pop(id(node), None)
-        self.m.summary(inner)  # nested functions: their sinks and decorators are checked too
 
     stmt_AsyncFunctionDef = stmt_FunctionDef
 
