@@ -1277,3 +1277,20 @@ class Agent:
     # the leak, reported on its path (never at the `__init__` line, which its trace does not pass).
     found = lint_source(source)
     assert found and all(d.line != 9 and any(s.line == 16 for s in d.trace) for d in found)
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("SELECT note FROM notes WHERE expires_at > ?", []),  # the clock only selects the rows
+    ("UPDATE notes SET seen = ? RETURNING note", ["PC101"]),  # not a query whose parameters only select
+])
+def test_a_clock_that_only_selects_the_rows_of_a_sql_query_is_not_their_text(query, expected):
+    source = f'''import sqlite3
+import time
+
+def system_message(db: sqlite3.Connection):
+    rows = db.execute("{query}", (time.time(),)).fetchall()
+    notes = "\\n".join(row[0] for row in rows)
+    return {{"role": "system", "content": f"Known notes:\\n{{notes}}"}}
+'''
+    assert [d.code for d in lint_source(source)] == expected
+

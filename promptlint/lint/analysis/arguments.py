@@ -81,6 +81,16 @@ def serialized(m, node: ast.Call, serializer, args, kwargs) -> Val:
     return Val(merge(out), node=node)
 
 
+_QUERY = re.compile(r"\s*(?:SELECT|WITH)\b", re.IGNORECASE)
+
+
+def sql_query(method: str | None, args: list[Val]) -> bool:
+    """``conn.execute("SELECT ...", params)``: rows a query selects are not made of its parameters
+    (a clock there is a cut-off, an id a key)."""
+    return method in ("execute", "executemany") and bool(args) and isinstance(args[0].const, str) and bool(
+        _QUERY.match(args[0].const))
+
+
 def argument_syntax(node: ast.Call, position: int, name: str) -> ast.expr | None:
     """The expression a call passes for a parameter (by position, else by keyword); None when a
     splat (`*args`, `**kwargs`) hides it."""

@@ -263,6 +263,8 @@ class Calls:
             return recv_val.keys[args[0].const]
         if method in ("get", "pop") and args and not splat:  # `cache.get(key, default)`: the key only selects
             arg_taints = merge(*(a.taints for a in args[1:]), *(v.taints for v in kwargs.values()))
+        elif arguments.sql_query(method, args):  # `conn.execute("SELECT ... WHERE expires_at > ?", (now,))`: they select
+            arg_taints = args[0].taints
         taints = merge(recv_val.taints, arg_taints)
         # Template text travels through reads, loads and string methods (``yaml.safe_load(path.read_text())``).
         # (A regular expression is no template: `re.sub(r"\{x\}", fill, text)` edits `text`.)
