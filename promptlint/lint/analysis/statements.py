@@ -7,7 +7,7 @@ import re
 
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.sinks import is_system_message, other_role
-from promptlint.lint.analysis.values import (RUN_STATE, FunctionRef, Summary, Taint, Val, frozen_ok, as_fallback, chosen,
+from promptlint.lint.analysis.values import (RUN_STATE, Summary, Taint, Val, frozen_ok, as_fallback, chosen,
                                              join, key_of, merge, parameters, system_only, user_words)
 from promptlint.lint.diagnostic import CHOOSES, PARAMETER
 from promptlint.lint.guards import (COUNTING_CALLS, accumulates, callee_name, descendants, ends_pass, first_of_loop, first_pass,
