@@ -10,7 +10,7 @@ from promptlint.lint.analysis.values import (EMPTY, LOCATED, RUN_STATE, appended
                                              frozen_ok, join, merge, narrowed, parameters, read_at, user_words)
 from promptlint.lint.analysis.rendered import rendered_callables, stuffed, substitute
 from promptlint.lint.analysis.sinks import (REQUEST_METHODS, asked_with_conversation, asks_model, before_history, entry_node,
-                                            other_role, posts_request, role_of, system_list, system_message, system_side, system_text)
+                                            is_system_message, other_role, posts_request, role_of, system_list, system_side, system_text)
 from promptlint.lint.diagnostic import Fix
 from promptlint.lint.guards import COUNTING_CALLS, callee_name, list_name, receiver_name
 
@@ -372,13 +372,13 @@ class Calls:
         grown = self.grown(self._dotted_local(node.func.value), node, recv, *args) if node is self.bare_call else ()
         added = merge(*(a.taints for a in args), *(v.taints for v in kwargs.values()))
         message = args[-1].keys if method in ("append", "insert", "appendleft") and args else None
+        system = message is not None and is_system_message(args[-1])
         if method in ("append", "extend") and recv.items is None:
             # `self.messages.append(Message("user", content))`: the end of the list, not its head
             # (and, in a message of another role, not what a test for the system role picks out)
-            added = tuple(t._replace(appended=True, other_role=other_role(message), system_role=system_message(message))
-                          for t in added)
+            added = tuple(t._replace(appended=True, other_role=other_role(message), system_role=system) for t in added)
         elif method == "insert" and recv.items is None:  # (`chat_log.content.insert(i, SystemContent(...))`)
-            added = tuple(t._replace(system_role=system_message(message)) for t in added)
+            added = tuple(t._replace(system_role=system) for t in added)
         new = merge(recv.taints, added, grown, *self.loop_unordered)
         if method in ("extend", "update") and args:
             new = merge(new, tuple(self._consumed(t, node.args[0]) if t.label == "unordered" else t for t in args[0].taints))
@@ -454,8 +454,8 @@ class Calls:
                 actual[params.index(name)] = v
         for i, a in actual.items():  # `to_messages(chat_log)` after a write into `chat_log.content`: that field too
             syntax = arguments.argument_syntax(node, i - offset, params[i])
-            fields = {k.split(".")[1]: v for k, v in self.env.items() if isinstance(syntax, ast.Name) and syntax.id != "self"
-                      and k.startswith(syntax.id + ".") and k.count(".") == 1}
+            fields = {k.split(".")[1]: v for k, v in self.env.items() if k.startswith(syntax.id + ".") and k.count(".") == 1} if (
+                isinstance(syntax, ast.Name) and syntax.id != "self") else None
             if fields:
                 actual[i] = Val(a.taints, origin=a.origin, items=a.items, keys={**fields, **(a.keys or {})}, func=a.func,
                                 node=a.node, template=a.template, sink_layer=a.sink_layer)

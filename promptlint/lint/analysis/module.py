@@ -337,8 +337,7 @@ class ModuleAnalysis:
         too). It reads the enclosing function's names (`async def detect(): return await
         classify(user_message)`): their sources as they stand here, not its parameters' stand-ins;
         summarised again when a run of the enclosing function hands it a source."""
-        closure = {name: val.with_taints(tuple(t for t in val.taints if t.param < 0))
-                   for name in loops.free_names(node) if (val := env.get(name)) is not None}
+        closure = {name: val.keep(lambda t: t.param < 0) for name in loops.free_names(node) if (val := env.get(name)) is not None}
         ref = FunctionRef(self, node, qualname, None, closure)
         tainted = any(v.taints for v in closure.values())
         if tainted or getattr(node, "_promptlint_tainted_closure", False):  # (else the summary made before holds)

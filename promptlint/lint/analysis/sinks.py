@@ -467,11 +467,6 @@ def system_list(func: ast.AST, name: str | None) -> bool:
     return bool(adds) and all(len(n.args) == 1 and written_role(n.args[0]) in ("system", "developer") for n in adds)
 
 
-def system_message(keys: dict | None) -> bool:
-    """Whether a message's fields say it is a system/developer message."""
-    return keys is not None and role_of(keys.get("role")) in ("system", "developer")
-
-
 def other_role(keys: dict | None) -> bool:
     """Whether a message's fields name a role other than system/developer (``{"role": "tool"}``):
     it is that message, not a system message."""
