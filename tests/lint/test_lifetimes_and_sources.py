@@ -335,7 +335,8 @@ def test_other_create_verbs_still_run_per_request(name):
 # --------------------------------------------------------------- memory read per turn
 @pytest.mark.parametrize("read", ["self.memory.search(query)", "self.mem.run(messages=[query])",
                                   "self.long_term_memory.search(query)",
-                                  "self.memories[query.guild].get_context_string()"])
+                                  "self.memories[query.guild].get_context_string()",
+                                  "memory_manager.get_context()[1]", "self.user_memory_service.get_context()"])
 def test_what_an_agents_memory_returns_is_per_turn_content(read):
     source = f'''class Agent:
     def reply(self, query):
@@ -382,6 +383,7 @@ def test_writing_to_memory_or_reading_an_item_is_not_a_memory_read():
     source = '''class Agent:
     def reply(self, query, items):
         saved = self.memory.add(query)
+        saved += self.memory_manager.update_memory(query)
         for mem in items:
             saved += mem.get("content")
         return [{"role": "system", "content": f"Saved {saved}"}]

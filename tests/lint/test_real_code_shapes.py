@@ -649,6 +649,26 @@ async def agent(state, llm, tools):
     assert [(d.code, d.trace[0].line) for d in found] == [("PC101", 11)]
 
 
+@pytest.mark.parametrize("wrap", ["RunnableWithMessageHistory(prompt | model, get_history, history_messages_key='history')",
+                                  "(prompt | model).with_config(run_name='turn')",
+                                  "(prompt | model).with_retry(stop_after_attempt=2)"])
+def test_a_wrapped_chain_still_fills_its_system_template(wrap):
+    # The chain is wrapped for its history (or configured) before it is invoked.
+    source = f'''from datetime import datetime
+
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.runnables.history import RunnableWithMessageHistory
+
+
+async def turn(model, get_history, message):
+    prompt = ChatPromptTemplate.from_messages([("system", "It is {{{{now}}}}."), MessagesPlaceholder("history"),
+                                               ("human", "{{{{message}}}}")], template_format="jinja2")
+    chain = {wrap}
+    return await chain.ainvoke({{"now": datetime.now(), "message": message}})
+'''
+    assert [(d.code, d.trace[0].line) for d in lint_source(source)] == [("PC101", 11)]
+
+
 
 def test_a_system_template_a_helper_returns_is_filled_where_it_is_invoked():
     # The chain is built in one function (a "chains" module) and invoked in a graph node.

@@ -164,3 +164,24 @@ def lookup_only(node: ast.Call) -> bool:
     return bool(named or keywords) and all(n == "id" or n.endswith("_id") for n in named) and all(
         k.arg is not None and (k.arg == "id" or k.arg.endswith("_id")) for k in keywords)
 
+
+def keyword_values(evaluate, node: ast.Call) -> tuple[dict[str, Val], list[Val]]:
+    """A call's keyword arguments' values (`**kwargs` spread by its known keys) and the spreads."""
+    kwargs: dict[str, Val] = {}
+    splat = []
+    for kw in node.keywords:
+        if kw.arg is None:
+            v = evaluate(kw.value)
+            splat.append(v)
+            if v.keys is not None:
+                kwargs.update(v.keys)
+        elif MEMBERSHIP_KEYWORD.search(kw.arg):
+            # `exclude_ids=`, `disabled_tools=`, `id__in=`: a set that only filters by
+            # membership; its iteration order reaches nothing.
+            kwargs[kw.arg] = evaluate(kw.value).keep(lambda t: t.label != "unordered")
+        elif RANGE_LOOKUP.search(kw.arg):
+            # `filter(updated_at__gte=cutoff)`: the clock selects rows, its text goes nowhere.
+            kwargs[kw.arg] = evaluate(kw.value).keep(lambda t: not t.code.startswith("PC1"))
+        else:
+            kwargs[kw.arg] = evaluate(kw.value)
+    return kwargs, splat

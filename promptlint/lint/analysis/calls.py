@@ -38,6 +38,10 @@ _LOCATORS = ("PC1", "PC2", "PC3")
 #: Calls that return their argument's structure: a copy or a read-only view of a list or dict.
 _SAME_STRUCTURE = frozenset({"builtins.dict", "builtins.list", "builtins.tuple", "collections.deque", "types.MappingProxyType", "copy.copy",
                              "copy.deepcopy"})
+#: A runnable wrapped or configured (`RunnableWithMessageHistory(prompt | llm, ...)`,
+#: `chain.with_config(...)`): its `.invoke({...})` still fills the prompt the chain starts with.
+_RUNNABLE_WRAPPERS = {"RunnableWithMessageHistory", "RunnableWithFallbacks", "RunnableRetry"}
+_RUNNABLE_KEEPERS = {"with_config", "with_retry", "with_fallbacks", "bind", "with_listeners", "with_types"}
 #: Classes of a system message, whatever library they come from.
 _SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "SystemPrompt", "SystemChatMessage",
                    "SystemMessagePromptTemplate"}
@@ -61,27 +65,6 @@ class Calls:
     """Call evaluation of ``FunctionAnalysis``."""
 
     # -------------------------------------------------------------------- calls
-    def _keyword_arguments(self, node: ast.Call) -> tuple[dict[str, Val], list[Val]]:
-        """The keyword arguments' values (`**kwargs` spread by its known keys) and the spreads."""
-        kwargs: dict[str, Val] = {}
-        splat = []
-        for kw in node.keywords:
-            if kw.arg is None:
-                v = self.eval(kw.value)
-                splat.append(v)
-                if v.keys is not None:
-                    kwargs.update(v.keys)
-            elif arguments.MEMBERSHIP_KEYWORD.search(kw.arg):
-                # `exclude_ids=`, `disabled_tools=`, `id__in=`: a set that only filters by
-                # membership; its iteration order reaches nothing.
-                kwargs[kw.arg] = self.eval(kw.value).keep(lambda t: t.label != "unordered")
-            elif arguments.RANGE_LOOKUP.search(kw.arg):
-                # `filter(updated_at__gte=cutoff)`: the clock selects rows, its text goes nowhere.
-                kwargs[kw.arg] = self.eval(kw.value).keep(lambda t: not t.code.startswith("PC1"))
-            else:
-                kwargs[kw.arg] = self.eval(kw.value)
-        return kwargs, splat
-
     def eval_Call(self, node: ast.Call) -> Val:
         if (ran := arguments.run_call(node)) is not None:
             return self.eval_Call(ran)
@@ -99,7 +82,7 @@ class Calls:
         try:
             args = [self.eval(a) for a in node.args]
             self.defer_shapes -= appending
-            kwargs, splat = self._keyword_arguments(node)
+            kwargs, splat = arguments.keyword_values(self.eval, node)
             for where, taints in rendered_callables(self, node, args, kwargs):  # `partial(date=get_date)`
                 holder = kwargs if isinstance(where, str) else args
                 holder[where] = holder[where].with_taints(merge(holder[where].taints, taints))
@@ -141,6 +124,8 @@ class Calls:
         if origin in _SAME_STRUCTURE and len(args) == 1 and not kwargs:  # `MappingProxyType(registry)`: a view of it
             a = args[0]
             return Val(a.taints, items=a.items, keys=a.keys, node=node, template=a.template, sink_layer=a.sink_layer)
+        if callee in _RUNNABLE_WRAPPERS and (runnable := args[0] if args else kwargs.get("runnable")) is not None:
+            return Val(runnable.taints, node=node, template=runnable.template, sink_layer=runnable.sink_layer)
         if origin == "asyncio.gather":  # `a, b = await gather(f(), g())`: each result keeps its own taints
             return Val(merge(*(a.taints for a in args)), items=list(args), node=node)
         if callee == "strftime" and args and _zone_only(args[-1].const):
@@ -251,6 +236,8 @@ class Calls:
             self.check_content_write(node.func.value, Val(merge(*(a.taints for a in args))))
             self._mutate(node, recv_val, method, args, kwargs)
             return Val(node=node)
+        if method in _RUNNABLE_KEEPERS and recv_val.template is not None:
+            return Val(recv_val.taints, node=node, template=recv_val.template, sink_layer=recv_val.sink_layer)
         if method in _TEMPLATE_METHODS and recv_val.template is not None:
             return substitute(self, node, recv_val, args, kwargs)
         if method == "copy" or method == "model_copy":
