@@ -25,6 +25,12 @@ CASES = {
              "    '''Answer the question.'''\n    question: str = dspy.InputField()\n    answer: str = dspy.OutputField()\n\n\n"
              "def ask(q):\n    return dspy.Predict(QA.with_instructions(f'Answer. Today is {datetime.now()}'))(question=q)\n",
              "signature instructions (dspy)"),
+    "openai-stored-prompt": ("from datetime import datetime\nfrom openai import OpenAI\n\nclient = OpenAI()\n\n\n"
+                             "def reply(text, conversation):\n"
+                             "    prompt = {'id': 'pmpt_1', 'variables': {'today': f'{datetime.now()}'}}\n"
+                             "    return client.responses.create(model='gpt-5', prompt=prompt, conversation=conversation,\n"
+                             "                                   input=[{'role': 'user', 'content': text}])\n",
+                             "stored prompt variables (Responses prompt=)"),
 }
 
 
