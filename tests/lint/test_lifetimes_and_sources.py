@@ -346,6 +346,19 @@ def test_what_an_agents_memory_returns_is_per_turn_content(read):
     assert codes(source) == ["PC401"]
 
 
+@pytest.mark.parametrize("call", ["await self.llm_api.async_call_tool(tool_input)", "await session.call_tool('get_home_state', {})"])
+def test_a_tools_result_the_program_fetches_itself_is_per_turn_content(call):
+    # The program calls a tool before the request and pastes its result into the system prompt.
+    source = f'''class Agent:
+    async def reply(self, session, tool_input, history):
+        system = "You control the house."
+        state = {call}
+        system += "\\nCurrent state:\\n" + str(state)
+        return {{"system": system, "messages": history, "model": "claude-sonnet-4-5"}}
+'''
+    assert codes(source) == ["PC401"]
+
+
 def test_a_memory_read_keyed_by_a_fresh_id_is_per_turn_content_not_an_identity():
     source = '''import uuid
 
