@@ -19,6 +19,7 @@ NO_EXAMPLE = {"PC004"}
 # Rules whose sources are opt-in rule files: their examples run with that file enabled.
 OPT_IN = {"PC302": str(rules_dir() / "optional" / "environment.yaml"),
           "PC301": str(rules_dir() / "optional" / "host.yaml"),
+          "PC603": str(rules_dir() / "optional" / "host.yaml"),
           "PC501": str(rules_dir() / "optional" / "ordering.yaml"),
           "PC502": str(rules_dir() / "optional" / "ordering.yaml")}
 
