@@ -89,6 +89,7 @@ class _Def:
     required: int  # parameters without a default (besides self/cls): an entry point takes none
     method: bool = False  # defined in a class: referred to as an attribute (`self.context.system(...)`)
     node: bool = False  # a graph node: run on each step whatever its name says
+    rerun: bool = False  # in a Streamlit script: its `main()` runs again on every interaction
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,7 @@ class Lifetimes:
         tree = self._tree(sink.path)
         if tree is None:
             return False
-        where, in_loop, _, _ = _locate(tree, sink.line)
+        where, in_loop, _, _ = self._in_file(sink.path, _locate(tree, sink.line))
         if where is None:
             return in_loop or streamlit_script(self._read(sink.path))
         return in_loop or where.name is None or not self._runs_once(where, 0)
@@ -218,16 +219,23 @@ class Lifetimes:
         if not step.path.endswith(".py"):
             return False  # (a template file's placeholder)
         tree = self._tree(step.path)
-        func, in_loop, _, _ = _locate(tree, step.line) if tree is not None else (None, False, False, False)
+        func, in_loop, _, _ = self._in_file(step.path, _locate(tree, step.line)) if tree is not None else (None, False, False, False)
         return func is not None and func.name is not None and not in_loop and self._runs_once(func, 0)
+
+    def _in_file(self, path: str, located: tuple) -> tuple:
+        """``_locate``'s answer for a line of ``path``: a function of a Streamlit script reruns."""
+        func = located[0]
+        if func is not None and streamlit_script(self._read(path)):
+            return (replace(func, rerun=True), *located[1:])
+        return located
 
     def _runs_once(self, func: _Def, depth: int) -> bool:
         name = func.name
-        if name in ONCE_ROOTS and not func.required or runs_once(name) and not func.node:
+        if name in ONCE_ROOTS and not func.required and not func.rerun or runs_once(name) and not func.node:
             return True  # an entry point, even wrapped (`@click.command()`, `@trace()`)
         if func.decorated:
             return False  # registered with a framework: a route, a tool, a handler
-        key = (name, func.method)
+        key = (name, func.method, func.rerun)
         if key in self._once:
             return self._once[key]  # (references are looked up by name: every def of it shares them)
         if depth >= MAX_DEPTH:
@@ -256,8 +264,12 @@ class Lifetimes:
             if tree is None:
                 return None
             located = [_Ref(*_locate(tree, line, talks=True)) for line, _ in found]
-            # (a Streamlit script's module-level code runs again on every interaction)
-            refs += [replace(r, in_loop=True) if r.caller is None and streamlit_script(self._texts[path]) else r for r in located]
+            # (a Streamlit script's module-level code runs again on every interaction, and so does
+            # the `main()` it calls)
+            if streamlit_script(self._texts[path]):
+                located = [replace(r, in_loop=True) if r.caller is None else replace(r, caller=replace(r.caller, rerun=True))
+                           for r in located]
+            refs += located
         return refs
 
     def _mentions(self, name: str, method: bool = False) -> list[str] | None:

@@ -805,3 +805,25 @@ def test_a_streamlit_scripts_module_code_runs_on_every_interaction(script, expec
     # Streamlit reruns the whole script per interaction: its module-level calls are per turn
     # (a value kept in the session state behind a "not in" test is still made once).
     assert codes(script) == expected
+
+
+STREAMLIT_MAIN = STREAMLIT_APP.replace('''if prompt := st.chat_input("Ask"):
+    st.session_state.messages.append({"role": "user", "content": prompt})
+    answer(st.session_state.messages, get_context(prompt, st.session_state.table))
+''', '''def main():
+    if prompt := st.chat_input("Ask"):
+        st.session_state.messages.append({"role": "user", "content": prompt})
+        answer(st.session_state.messages, get_context(prompt, st.session_state.table))
+
+
+if __name__ == "__main__":
+    main()
+''')
+
+
+@pytest.mark.parametrize(("script", "expected"), [(STREAMLIT_MAIN, ["PC401"]),
+                                                  (STREAMLIT_MAIN.replace("import streamlit as st", "import ui as st"), [])])
+def test_a_streamlit_scripts_main_runs_on_every_interaction(script, expected):
+    # `main()` of a Streamlit script is called on every rerun, not once per process.
+    assert "def main" in script
+    assert codes(script) == expected
