@@ -359,6 +359,21 @@ def test_a_tools_result_the_program_fetches_itself_is_per_turn_content(call):
     assert codes(source) == ["PC401"]
 
 
+@pytest.mark.parametrize("name", ["vector_search", "hybrid_search", "web_search"])
+def test_the_projects_retrieval_named_by_its_kind_is_per_turn_content(name):
+    source = f'''def {name}(db, query, limit=5):
+    return db.execute("SELECT text FROM chunks ORDER BY embedding <-> %s LIMIT %s", (query, limit)).fetchall()
+
+
+def build(db, query, history):
+    chunks = {name}(db, query)
+    system = "Answer from these notes:\\n" + "\\n".join(c[0] for c in chunks)
+    return [{{"role": "system", "content": system}}, *history]
+'''
+    assert codes(source) == ["PC401"]
+    assert codes(source.replace(f"{name}(db, query)", "[]")) == []
+
+
 def test_a_memory_read_keyed_by_a_fresh_id_is_per_turn_content_not_an_identity():
     source = '''import uuid
 
