@@ -32,11 +32,13 @@ INIT_METHODS = frozenset({"__init__", "__post_init__", "setup", "model_post_init
 #: prompt per request in ``create_agent``.
 SETUP_VERBS = ("init_", "initialize_", "initialise_", "setup_", "set_up_", "bootstrap_")
 #: Functions that open a conversation (``create_conversation``, ``start_session``,
-#: ``new_chat_thread``, ``new_chat``, ``reset`` of a chat object, ``reload_with_initial_messages``):
+#: ``new_chat_thread``, ``new_chat``, ``reset`` of a chat object, ``reload_with_initial_messages``,
+#: an MCP client's ``connect_to_server``):
 #: what they compute is stored with it and reused by each of its turns. Pipecat's runner calls
 #: ``bot()`` once per session (its examples build the pipeline and its context in ``run_bot``).
 SESSION_START = re.compile(r"(?:create|new|start|open|begin)_(?:\w+_)?(?:session|conversation|thread|chat|dialog|dialogue)s?"
-                           r"|reset(?:_(?:\w+_)?(?:session|conversation|chat|history|dialog|dialogue))?|reload(?:_\w+)?|(?:run_)?bot")
+                           r"|reset(?:_(?:\w+_)?(?:session|conversation|chat|history|dialog|dialogue))?|reload(?:_\w+)?|(?:run_)?bot"
+                           r"|a?connect(?:_to)?(?:_\w+)?")
 
 
 def graph_node(func) -> bool:

@@ -320,14 +320,14 @@ def next_system_prompt(queue):
 
 # ------------------------------------------------------- a conversation is opened once
 @pytest.mark.parametrize("name", ["create_conversation", "start_session", "new_chat_thread", "_open_session", "new_chat",
-                                  "start_chat", "reset", "reset_conversation"])
+                                  "start_chat", "reset", "reset_conversation", "connect_to_server", "connect"])
 def test_a_system_message_built_when_a_conversation_opens_is_frozen(name):
     # Compiled when the conversation is created, stored with it, replayed by each of its turns.
     assert codes(SEQUENCE.format(name=name)) == []
 
 
 @pytest.mark.parametrize("name", ["create_message", "session_reply", "create_completion", "create_chat_completion",
-                                  "reset_counter"])
+                                  "reset_counter", "connection_status"])
 def test_other_create_verbs_still_run_per_request(name):
     assert codes(SEQUENCE.format(name=name)) == ["PC101"]
 
