@@ -265,13 +265,9 @@ class Lifetimes:
             tree = self._tree(path)
             if tree is None:
                 return None
-            located = [_Ref(*_locate(tree, line, talks=True)) for line, _ in found]
-            # (a Streamlit script's module-level code runs again on every interaction, and so does
-            # the `main()` it calls)
-            if streamlit_script(self._texts[path]):
-                located = [replace(r, in_loop=True) if r.caller is None else replace(r, caller=replace(r.caller, rerun=True))
-                           for r in located]
-            refs += located
+            located = [_Ref(*self._in_file(path, _locate(tree, line, talks=True))) for line, _ in found]
+            # (a Streamlit script's module-level code runs again on every interaction)
+            refs += [replace(r, in_loop=True) if r.caller is None and streamlit_script(self._texts[path]) else r for r in located]
         return refs
 
     def _mentions(self, name: str, method: bool = False) -> list[str] | None:
