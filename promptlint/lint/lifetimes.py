@@ -190,6 +190,7 @@ class Lifetimes:
         self._trees: dict[str, ast.AST | None] = {}
         self._once: dict[tuple[str, bool], bool] = {}
         self._modules: dict[str, frozenset[str]] = {}  # path -> the module names its `import` lines bind
+        self._streamlit: dict[str, bool] = {}  # path -> whether it is a Streamlit script
 
     def computed_once(self, d) -> bool:
         """True when ``d``'s source runs in a function every caller runs once, outside its loops."""
@@ -210,7 +211,7 @@ class Lifetimes:
             return False
         where, in_loop, _, _ = self._in_file(sink.path, _locate(tree, sink.line))
         if where is None:
-            return in_loop or streamlit_script(self._read(sink.path))
+            return in_loop or self._reruns(sink.path)
         return in_loop or where.name is None or not self._runs_once(where, 0)
 
     def _made_once(self, step) -> bool:
@@ -224,10 +225,16 @@ class Lifetimes:
         func, in_loop, _, _ = self._in_file(step.path, _locate(tree, step.line)) if tree is not None else (None, False, False, False)
         return func is not None and func.name is not None and not in_loop and self._runs_once(func, 0)
 
+    def _reruns(self, path: str) -> bool:
+        """Whether ``path`` is a Streamlit script (asked once per file)."""
+        if path not in self._streamlit:
+            self._streamlit[path] = streamlit_script(self._read(path))
+        return self._streamlit[path]
+
     def _in_file(self, path: str, located: tuple) -> tuple:
         """``_locate``'s answer for a line of ``path``: a function of a Streamlit script reruns."""
         func = located[0]
-        if func is not None and streamlit_script(self._read(path)):
+        if func is not None and self._reruns(path):
             return (replace(func, rerun=True), *located[1:])
         return located
 
@@ -267,7 +274,7 @@ class Lifetimes:
                 return None
             located = [_Ref(*self._in_file(path, _locate(tree, line, talks=True))) for line, _ in found]
             # (a Streamlit script's module-level code runs again on every interaction)
-            refs += [replace(r, in_loop=True) if r.caller is None and streamlit_script(self._texts[path]) else r for r in located]
+            refs += [replace(r, in_loop=True) if r.caller is None and self._reruns(path) else r for r in located]
         return refs
 
     def _mentions(self, name: str, method: bool = False) -> list[str] | None:

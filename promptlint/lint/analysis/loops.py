@@ -347,10 +347,17 @@ def bindings(func: ast.AST) -> Bindings:
 
 
 def grown_fields(func: ast.AST, name: str) -> frozenset[str]:
-    """The lists held in fields of ``name`` that ``func`` grows (``chat_log.content.append(x)``)."""
-    return frozenset(n.func.value.attr for n in descendants(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                     and n.func.attr in GROWERS and isinstance(n.func.value, ast.Attribute)
-                     and isinstance(n.func.value.value, ast.Name) and n.func.value.value.id == name)
+    """The lists held in fields of ``name`` that ``func`` grows (``chat_log.content.append(x)``).
+    Read from the syntax once for every name (cached on the node)."""
+    found = getattr(func, "_promptlint_grown_fields", None)
+    if found is None:
+        fields: dict[str, set[str]] = {}
+        for n in descendants(func):
+            if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in GROWERS
+                    and isinstance(n.func.value, ast.Attribute) and isinstance(n.func.value.value, ast.Name)):
+                fields.setdefault(n.func.value.value.id, set()).add(n.func.value.attr)
+        found = func._promptlint_grown_fields = {holder: frozenset(attrs) for holder, attrs in fields.items()}
+    return found.get(name, frozenset())
 
 
 def free_names(func: ast.AST) -> frozenset[str]:

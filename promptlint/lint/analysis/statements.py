@@ -114,12 +114,12 @@ class Statements:
             # what the alias read from the object at its binding (`usage = response.usage`) is not.
             held = merge(val.taints, *(tuple(t for t in self.env[a].taints if not t.steps or t.steps[0].line != line)
                                        for a, (p, line, _) in aliases.items() if p == name and a in self.env))
-            step = self.m.step(node, f"written into `{name}` by {getattr(node, 'name', 'lambda')}()")
-            if new := tuple(t for t in held if t.param < 0 and t not in given[name]):
-                writes[i] = tuple(t.then(step) for t in new)
+            found = {i: tuple(t for t in held if t.param < 0 and t not in given[name])}
             for field in loops.grown_fields(node, name):  # `chat_log.content.append(x)`: into that list of the caller's object
-                if new := tuple(t for t in self.env.get(f"{name}.{field}", Val()).taints if t.param < 0):
-                    writes[(i, field)] = tuple(t.then(step) for t in new)
+                found[(i, field)] = tuple(t for t in self.env.get(f"{name}.{field}", Val()).taints if t.param < 0)
+            if any(found.values()):
+                step = self.m.step(node, f"written into `{name}` by {getattr(node, 'name', 'lambda')}()")
+                writes.update((key, tuple(t.then(step) for t in new)) for key, new in found.items() if new)
         return writes
 
     def run_block(self, body: list[ast.stmt]) -> None:
