@@ -121,3 +121,82 @@ def test_a_dicts_get_on_an_unknown_receiver_is_not_the_one_project_class_get(tmp
                               "    return anthropic.Anthropic().messages.create(model='m', max_tokens=9, system=system, "
                               "messages=history)\n")}
     assert lint_tree(tmp_path, files) == []
+
+
+COMMANDS = {
+    "bot/__init__.py": "",
+    "bot/models/__init__.py": "",
+    "bot/models/llm.py": '''import requests
+
+
+class LLMClient:
+    def generate_response(self, messages, user_mapping=None):
+        system_prompt = "You are a bot."
+        for user_id, name in (user_mapping or {}).items():
+            system_prompt += f"\\n- User {user_id}: {name}"
+        payload = {"model": "m", "messages": [{"role": "system", "content": system_prompt}, *messages]}
+        return requests.post("http://localhost:1234/v1/chat/completions", json=payload).json()
+''',
+    "bot/models/memory.py": '''import json
+import os
+
+
+class MemoryManager:
+    def __init__(self, folder):
+        self.json_path = os.path.join(folder, "memory.json")
+
+    def add_name(self, user_id, name):
+        with open(self.json_path) as f:
+            data = json.load(f)
+        data[user_id] = name
+        with open(self.json_path, "w") as f:
+            json.dump(data, f)
+
+    def get_all_usernames(self):
+        with open(self.json_path) as f:
+            return json.load(f)
+''',
+    "bot/commands/__init__.py": "",
+    "bot/commands/base.py": '''from ..models.llm import LLMClient
+from ..models.memory import MemoryManager
+
+
+class CommandHandler:
+    def __init__(self, memory_manager: MemoryManager, llm_client: LLMClient):
+        self.memory_manager = memory_manager
+        self.llm_client = llm_client
+''',
+    "bot/commands/ask.py": '''from .base import CommandHandler
+
+
+class AskCommand(CommandHandler):
+    async def handle(self, message, history):
+        self.memory_manager.add_name(str(message.author.id), message.author.name)
+        names = self.memory_manager.get_all_usernames()
+        return self.llm_client.generate_response(history, user_mapping=names)
+''',
+}
+
+
+def test_an_attribute_a_base_class_keeps_from_its_typed_constructor_parameter_is_typed(tmp_path):
+    # (blind batch 2026-11-26ba) The base class in another module keeps `llm_client: LLMClient` and
+    # `memory_manager: MemoryManager` from its constructor; the subclass calls both. The memory file's
+    # name is set once in `__init__`, but it is read anew on every call: the read is the source.
+    found = lint_tree(tmp_path, COMMANDS)
+    assert found == [("bot/commands/ask.py", 8, "PC401")]
+    untyped = {**COMMANDS, "bot/commands/base.py": COMMANDS["bot/commands/base.py"].replace(
+        "memory_manager: MemoryManager, llm_client: LLMClient", "memory_manager, llm_client")}
+    assert lint_tree(tmp_path / "untyped", untyped) == []
+
+
+def test_a_file_read_once_in_the_constructor_is_frozen_with_the_object(tmp_path):
+    files = {**COMMANDS, "bot/models/memory.py": COMMANDS["bot/models/memory.py"].replace(
+        '''        self.json_path = os.path.join(folder, "memory.json")
+''', '''        self.json_path = os.path.join(folder, "memory.json")
+        with open(self.json_path) as f:
+            self.names = json.load(f)
+''').replace('''        with open(self.json_path) as f:
+            return json.load(f)
+''', '''        return self.names
+''')}
+    assert lint_tree(tmp_path, files) == []

@@ -789,6 +789,56 @@ def test_a_system_message_ahead_of_more_messages_is_still_a_stable_layer(build, 
     assert [d.code for d in lint_source(ONE_SHOT % (build, sent))] == ["PC101"]
 
 
+CHAT_MODEL_ONE_SHOT = '''import time
+from langchain_core.messages import SystemMessage
+
+
+def grade(llm, answer, history):
+    %s
+    return llm.invoke(%s)
+'''
+
+
+@pytest.mark.parametrize(("build", "sent", "reported"), [
+    ('system_message = SystemMessage(f"At {time.time()} grade: {answer}")', "[system_message]", False),
+    ("pass", '[SystemMessage(f"At {time.time()} grade: {answer}")]', False),
+    ('system_message = SystemMessage(f"At {time.time()} grade: {answer}")', "[system_message, *history]", True),
+    ('system_message = SystemMessage(f"At {time.time()} grade: {answer}")\n    history.insert(0, system_message)',
+     "history", True),
+])
+def test_a_chat_models_only_message_is_a_one_shot_task(build, sent, reported):
+    # (blind batch 2026-11-26bb) A tutor's graph nodes each ask `llm.invoke([system_message])`.
+    assert [d.code for d in lint_source(CHAT_MODEL_ONE_SHOT % (build, sent))] == (["PC101"] if reported else [])
+
+
+TAIL = '''from openai import OpenAI
+
+client = OpenAI()
+SYSTEM_PROMPT = "You are a helpful assistant."
+
+
+def reply(user_message, history, memory):
+    context = memory.search(user_message)
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}]
+    if context:
+        messages.append({"role": "system", "content": f"Previous context: {context}"})
+    %s
+    messages.append({"role": "user", "content": user_message})
+    return client.chat.completions.create(model="m", messages=messages)
+'''
+
+
+@pytest.mark.parametrize(("between", "reported"), [
+    ("pass", False),  # only the user's message follows the memories: no prefix a later request shares
+    ("messages.extend(history)", True),  # the history follows them
+    ('messages.append({"role": "system", "content": "Answer briefly."})', True),  # fixed text follows them
+])
+def test_a_system_message_appended_right_before_the_users_in_a_fresh_request_is_its_tail(between, reported):
+    # (blind batch 2026-11-26ba) A WhatsApp bot: fixed prompt, then a memory system message, then
+    # the user's text, sent afresh for every message with no history.
+    assert [d.code for d in lint_source(TAIL % between)] == (["PC401"] if reported else [])
+
+
 # ------------------------------------------------ a name bound afresh leaves its old fields behind
 def test_a_field_stored_on_one_loop_element_is_not_the_next_elements():
     source = '''import datetime
@@ -1294,3 +1344,62 @@ def system_message(db: sqlite3.Connection):
 '''
     assert [d.code for d in lint_source(source)] == expected
 
+
+
+def test_rows_a_query_matches_to_this_turns_message_are_this_turns_matches():
+    # (blind batch 2026-11-26ba) A helper embeds the message and asks a vector table for the nearest
+    # rows; its caller passes the message. A clock passed the same way only selects (test above).
+    source = '''import sqlite3
+import time
+
+conn = sqlite3.connect("memory.db")
+
+
+def recall_conversations(query):
+    rows = conn.execute("SELECT doc FROM vec WHERE embedding MATCH ? AND k = ?", (embed(query), 3)).fetchall()
+    return "\\n".join(row[0] for row in rows)
+
+
+def reply(client, user_message, history):
+    system = "You are a bot.\\n" + recall_conversations(user_message)
+    return client.chat.completions.create(model="m", messages=[{"role": "system", "content": system}, *history])
+'''
+    [found] = lint_source(source)
+    assert (found.code, found.trace[0].note) == ("PC401", "per-turn input: parameter `user_message`")
+    assert lint_source(source.replace("recall_conversations(user_message)", "recall_conversations(time.time())")) == []
+
+
+def test_a_record_built_from_a_spread_dict_keeps_its_fields_apart():
+    # (field corpus, an Auto-GPT fork) A fake completion is built as `Namespace(**{...})` with a
+    # `created` clock beside the reply; the reply read back is the model's text only.
+    source = '''import time
+from argparse import Namespace
+
+
+def complete(messages, completion):
+    response = {"choices": [Namespace(**{"message": Namespace(**{"content": completion})})], "created": time.time()}
+    return Namespace(**response)
+
+
+def summary_message(history, completion):
+    summary = complete(history, completion).choices[0].message.content
+    return [{"role": "system", "content": f"Summary: {summary}"}, *history]
+'''
+    assert lint_source(source) == []
+    assert [d.code for d in lint_source(source.replace('"content": completion', '"content": str(time.time())'))] == ["PC101"]
+
+
+@pytest.mark.parametrize(("keyword", "reported"), [("log_file", False), ("output_dir", False), ("context", True)])
+def test_a_clock_in_the_name_of_a_file_an_unknown_call_writes_is_not_its_answer(keyword, reported):
+    # (field corpus, an Auto-GPT fork) `complete_text(prompt, log_file=f"{now}.log")`: the log's
+    # name carries the clock; the completion that comes back does not.
+    source = f'''import datetime
+from llm_backends import complete_text
+
+
+def summarise(history):
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    summary = complete_text(prompt="Summarise", {keyword}=f"logs/{{stamp}}.log")
+    return [{{"role": "system", "content": summary}}, *history]
+'''
+    assert [d.code for d in lint_source(source)] == (["PC101"] if reported else [])

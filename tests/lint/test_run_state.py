@@ -249,6 +249,31 @@ def act(state, config):
     assert (found.code, found.trace[0].line) == ("PC401", 7)
 
 
+def test_a_helper_called_with_the_state_returns_to_its_caller_not_to_the_graph():
+    # (blind batch 2026-11-26bb) `_inputs(state, trip)` takes the state first like a node, but this
+    # module calls it: the dict it returns is a chain's input, not an update of the `trip` field.
+    text = '''from langchain_core.messages import SystemMessage
+
+
+def _inputs(state, trip):
+    return {"trip": trip.model_dump_json(), "notes": state["notes"]}
+
+
+def plan(state, config):
+    chain = config["configurable"]["chain"]
+    return {"itinerary": chain.invoke(_inputs(state, config["configurable"]["trip"]))}
+
+
+def agent(state, config):
+    system = SystemMessage(content=f"Trip: {state['trip']}")
+    return {"messages": [config["configurable"]["llm"].invoke([system, *state["messages"]])]}
+'''
+    assert lint_source(text) == []
+    # (a node that returns the update itself writes the field)
+    [found] = lint_source(text.replace('"itinerary": chain.invoke(', '"trip": chain.invoke('))
+    assert found.code == "PC401" and "`trip`" in found.message
+
+
 def test_a_key_inside_a_graph_state_field_needs_the_field_written():
     # `state["router"]["logic"]`: the node that writes `router` makes it vary, not a `logic` field.
     text = '''from langchain_core.messages import SystemMessage

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import re
 
-from promptlint.lint.analysis.values import Taint, Val, merge
+from promptlint.lint.analysis.values import LOCATORS, Taint, Val, merge
 from promptlint.lint.diagnostic import Fix
 from promptlint.lint.guards import GROWERS, descendants, self_attribute
 
@@ -37,6 +37,10 @@ _TELEMETRY_KEYWORD = re.compile(r"^(trace_meta(data)?|metadata|tags|run_name|tra
 _METADATA_KEYWORD = re.compile(r"^(created|updated|modified|timestamp|(created|updated|modified|deleted|expires)_(at|ts)|"
                                r"last_(updated|modified))$")
 
+#: Where a call writes or logs (``complete(prompt, log_file=f"{stamp}.log")``, ``output_dir=``): a
+#: clock, an id or a host path in the name is not in what the call returns.
+_PATH_KEYWORD = re.compile(r"^(\w+_)?(file|path|dir|folder|filename|filepath|dirname)$")
+
 
 #: A time limit put on a call (``asyncio.wait_for(task, timeout=budget)``, ``deadline=``, ``ttl=``):
 #: it decides how long the call may take, not what comes back.
@@ -52,6 +56,8 @@ def passed(keyword: str, val: Val, callee: str, renders: bool) -> tuple[Taint, .
         return ()
     if _SELECTOR_KEYWORD.match(keyword):
         return tuple(t for t in val.taints if t.label != "unordered")
+    if _PATH_KEYWORD.match(keyword):
+        return tuple(t for t in val.taints if not t.code.startswith(LOCATORS))
     return val.taints
 
 
@@ -86,7 +92,8 @@ _QUERY = re.compile(r"\s*(?:SELECT|WITH)\b", re.IGNORECASE)
 
 def sql_query(method: str | None, args: list[Val]) -> bool:
     """``conn.execute("SELECT ...", params)``: rows a query selects are not made of its parameters
-    (a clock there is a cut-off, an id a key)."""
+    (a clock there is a cut-off, an id a key), except that rows matched to this turn's words
+    (``WHERE embedding MATCH ?`` with the message's embedding) are this turn's matches (``MATCHED``)."""
     return method in ("execute", "executemany") and bool(args) and isinstance(args[0].const, str) and bool(
         _QUERY.match(args[0].const))
 

@@ -6,7 +6,7 @@ import ast
 import re
 
 from promptlint.lint.analysis import arguments, loops
-from promptlint.lint.analysis.values import (EMPTY, LOCATED, RUN_STATE, appended, certain, chosen, clip, ClassInfo, FunctionRef, Taint, Val, default_used, fixed,
+from promptlint.lint.analysis.values import (EMPTY, LOCATED, LOCATORS, MATCHED, RUN_STATE, appended, certain, chosen, clip, ClassInfo, FunctionRef, Taint, Val, default_used, fixed, passes_mark,
                                              frozen_ok, join, merge, narrowed, parameters, read_at, user_words)
 from promptlint.lint.analysis.rendered import rendered_callables, stuffed, substitute
 from promptlint.lint.analysis.sinks import (REQUEST_METHODS, asked_with_conversation, asks_model, before_history, entry_node,
@@ -34,7 +34,6 @@ _TRANSLATIONS = re.compile(r"(?i)(?:^|_)(?:i18n|l10n|translations?|locales?|loca
 _HISTORY_STORES = {"add_message", "add_messages", "append_message", "add_to_history", "add_to_memory", "remember"}
 _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
 #: Families of what may locate a file without being in it: host facts, clocks and ids in a path.
-_LOCATORS = ("PC1", "PC2", "PC3")
 #: Calls that return their argument's structure: a copy or a read-only view of a list or dict.
 _SAME_STRUCTURE = frozenset({"builtins.dict", "builtins.list", "builtins.tuple", "collections.deque", "types.MappingProxyType", "copy.copy",
                              "copy.deepcopy"})
@@ -99,8 +98,9 @@ class Calls:
                 if kw.arg in kwargs and (grown := self.conversation_rendered(kw.value) or self.conversation_rendered(kw.value, kw.arg)):
                     kwargs[kw.arg] = kwargs[kw.arg].with_taints(merge(kwargs[kw.arg].taints, grown))
         # (`ChatPromptTemplate.from_messages(...)`, `ChatMessage.from_system(...)` build, as a constructor does)
-        sends = callee in REQUEST_METHODS or bool(
-            origin and callee[:1].islower() and not callee.startswith("from_") and self.m.catalog.sink_calls.match(origin))
+        # (`create_react_agent(prompt=...)` makes an agent, as a constructor does: it sends nothing)
+        sends = callee in REQUEST_METHODS or bool(origin and callee[:1].islower() and not callee.startswith(
+            ("from_", "create_")) and self.m.catalog.sink_calls.match(origin))
         self.replies = self.replies or (sends and callee in _ASKS)
         if self.defer_shapes and callee in _SYSTEM_CLASSES:
             # `msgs.append(SystemMessage(content=x))`: a system message that the list places
@@ -149,10 +149,13 @@ class Calls:
                 return self._source_result(node, specs[0], node.func.attr, args, kwargs, receiver=func)
         if origin in _CONTENT_READERS or (isinstance(node.func, ast.Attribute) and node.func.attr in _CONTENT_METHODS):
             located = merge(func.taints, *(a.taints for a in args), *(v.taints for v in kwargs.values()))
-            # Read here: a file read once (import time, `__init__`) is frozen like any value.
-            # What located the file (a host path, a timestamped or hashed name) is not its content.
-            content = tuple(t._replace(code=LOCATED) if t.param >= 0 else t._replace(unread=False)
-                            for t in located if not t.code.startswith(_LOCATORS))
+            # Read here: a file read once (import time, `__init__`) is frozen like any value, and a
+            # file read on every call is read anew, wherever its name was set (`self.path` in `__init__`):
+            # the read is the source. What located the file (a host path, a timestamped or hashed
+            # name) is not its content.
+            content = tuple(t._replace(code=LOCATED) if t.param >= 0 else
+                            t._replace(unread=False, steps=(self.m.step(node, t.steps[0].note),)) if t.unread else t
+                            for t in located if not t.code.startswith(LOCATORS))
             return Val(content, origin=call_origin, node=node,
                        template=func.template or next((a.template for a in args if a.template is not None), None))
         if isinstance(node.func, ast.Attribute) and not self._static_catalog(node.func.value):
@@ -251,7 +254,9 @@ class Calls:
         if method in ("get", "pop") and args and not splat:  # `cache.get(key, default)`: the key only selects
             arg_taints = merge(*(a.taints for a in args[1:]), *(v.taints for v in kwargs.values()))
         elif arguments.sql_query(method, args):  # `conn.execute("SELECT ... WHERE expires_at > ?", (now,))`: they select
-            arg_taints = args[0].taints
+            # the rows (a clock is a cut-off, an id a key); rows matched to this turn's words are this turn's matches.
+            arg_taints = merge(args[0].taints, tuple(t._replace(code=MATCHED) if t.param >= 0 else t for a in args[1:]
+                                                      for t in a.taints if t.code in ("", "PC401")))
         taints = merge(recv_val.taints, arg_taints)
         # Template text travels through reads, loads and string methods (``yaml.safe_load(path.read_text())``).
         # (A regular expression is no template: `re.sub(r"\{x\}", fill, text)` edits `text`.)
@@ -259,7 +264,8 @@ class Calls:
         template = recv_val.template or next((a.template for a in texts if a.template is not None), None)
         # A library record built by keyword (`ToolResult(result=r, duration=t)`): `.result` is r only.
         result = Val(taints, origin=call_origin, node=node, template=template,
-                     keys=dict(kwargs) if kwargs and not splat and callee[:1].isupper() and not callee.isupper() else None)
+                     keys=dict(kwargs) if kwargs and all(v.keys is not None for v in splat)  # (`Namespace(**known)` too)
+                     and callee[:1].isupper() and not callee.isupper() else None)
         if self.stable_template is not None:  # a system template was just built: remember its layer
             result.template, result.sink_layer = self.stable_template
             self.stable_template = None
@@ -285,6 +291,8 @@ class Calls:
                                        and getattr(node.func.value, "id", getattr(node.func.value, "attr", "")) in _SYSTEM_CLASSES):
             if origin and self.m.on_screen and origin.lstrip("@").split(".")[0] not in self.m.catalog.library_roots():
                 return  # the project's own notice record in a terminal or desktop UI: shown, not sent
+            if self.ref is not None and id(node) in loops.bindings(self.ref.node).lone_messages:
+                return  # the request's only message: a one-shot task prompt, no prefix shared with a turn
             key, text = system_text(args, kwargs)
             if text is not None:
                 at = entry_node(node, key, text) if key else (node.args[0] if node.args else node)
@@ -466,11 +474,11 @@ class Calls:
                     arg = system_side(arg.items) or arg
                 by_choice = chosen(t)  # text picked by a test on the parameter: by the caller's words only
                 for at in (read_at(arg.taints, rest) if arg is not None else ()):  # (a caller's parameter: at what is left)
-                    if at.label != t.label or (t.code == LOCATED and at.code.startswith(_LOCATORS)) or (
+                    if at.label != t.label or not passes_mark(t.code, at) or (
                             by_choice and not (at.param >= 0 or user_words(at))):
                         continue
-                    if t.code == LOCATED and at.param >= 0:
-                        at = at._replace(code=LOCATED)
+                    if t.code in (LOCATED, MATCHED) and at.param >= 0:
+                        at = at._replace(code=t.code)
                     if t.dumped and at.param < 0 and at.label == "unordered":
                         at = at._replace(code="PC502", fix=t.fix)
                     elif t.dumped:
@@ -500,8 +508,8 @@ class Calls:
             arg = arg.with_taints(read_at(arg.taints, rest)) if rest else arg  # (a caller's parameter: at what is left)
             arg_node = arguments.argument_syntax(node, ps.param - offset, params[ps.param]) or (
                 arg.node if isinstance(arg.node, ast.expr) else node)
-            if ps.located:  # the argument only located a file: what located it is not the content
-                arg = arg.keep(lambda t: not t.code.startswith(_LOCATORS))
+            if ps.only:  # the argument only located a file or selected rows: what did is not the content
+                arg = arg.keep(lambda t: passes_mark(ps.only, t))
             if ps.system_only:  # the system messages of the caller's list, or those it added to its log
                 arg = system_side(arg.items) or arg.with_taints(tuple(
                     t._replace(role_only=True) if t.param >= 0 else t for t in arg.taints

@@ -97,7 +97,7 @@ class Expressions:
             shown = " ".join(match.group(0).split()).replace(": ", ":")  # one short line; ": " splits notes
             shown = shown if len(shown) <= 60 else f"{match.group(1)} … {match.group(2)} … {match.group(3)}"
             step = TraceStep(path, line, col, f"template expression `{shown}`")
-            taints.append(Taint(code, "volatile", (step,), report_at=step))
+            taints.append(Taint(code, "volatile", (step,), report_at=step, per_render=True))
         return taints
 
     def _template_file_taints(self, node: ast.Constant, name: str) -> list[Taint]:
@@ -177,7 +177,7 @@ class Expressions:
             step = self.m.step(node, f"{spec.note}: `{qual}`")
             # A library's template constant: its clock is read each time the host renders it,
             # however long the constant itself has lived (like a template expression).
-            taints = (Taint(spec.code, spec.label, (step,), report_at=step if spec.rendered else None),)
+            taints = (Taint(spec.code, spec.label, (step,), report_at=step if spec.rendered else None, per_render=spec.rendered),)
         elif self.m.project is not None and isinstance(node, ast.Name):
             # A constant of another project module (prompt templates live in prompts.py/const.py):
             # computed at its import, so only orderings and template expressions still vary.

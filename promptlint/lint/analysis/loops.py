@@ -390,23 +390,32 @@ def _reads(func: ast.AST, names) -> dict[str, list[int]]:
 
 
 def _lone_messages(func: ast.AST, stores: Counter) -> frozenset[int]:
-    """A request that starts its own conversation: a message list display of one dict, given as a
-    call's keyword or bound once to a name whose every read is a call's argument (nothing is added
-    to it); or a run's fresh ``[system, user]`` list that only this function's agent loop sends and
+    """A request that starts its own conversation: a message list display of one dict or system
+    message, given as a call's keyword or a chat model's first argument, or bound once to a name
+    whose every read is a call's argument (nothing is added to it); a system message bound once
+    to a name read only as such a list's one item (`llm.invoke([system_message])`); or a run's fresh ``[system, user]`` list that only this function's agent loop sends and
     grows (its system message is the run's, made once for it)."""
     def single(value) -> int | None:
-        return id(value.elts[0]) if isinstance(value, ast.List) and len(value.elts) == 1 and isinstance(
-            value.elts[0], ast.Dict) else None
+        return id(value.elts[0]) if isinstance(value, ast.List) and len(value.elts) == 1 and (isinstance(
+            value.elts[0], ast.Dict) or _system_message(value.elts[0])) else None
 
-    lone, named, runs = set(), {}, {}
+    lone, named, runs, made, sole = set(), {}, {}, {}, set()
     for n in descendants(func):
         if isinstance(n, ast.keyword) and n.arg == "messages" and (only := single(n.value)):
             lone.add(only)
+        elif isinstance(n, ast.Call) and callee_name(n.func) in _ASKS_WITH_MESSAGES and n.args and isinstance(n.args[0], ast.List):
+            # `llm.invoke([SystemMessage(task)])`, `llm.invoke([system_message])`: the request's only message
+            lone.update([only] if (only := single(n.args[0])) else [])
+            sole.update(id(e) for e in n.args[0].elts[:1] if len(n.args[0].elts) == 1 and isinstance(e, ast.Name))
         elif isinstance(target := _bound_name(n), ast.Name) and stores[target.id] == 1:
             if single(n.value):
                 named[target.id] = single(n.value)
             elif _fresh_run(n.value):
                 runs[target.id] = (id(n.value.elts[0]), id(n))
+            elif _system_message(n.value):
+                made[target.id] = id(n.value)
+    if made:
+        lone.update(made[name] for name, ids in _reads(func, made.keys()).items() if all(i in sole for i in ids))
     if named or runs:
         passed = {id(a) for n in descendants(func) if isinstance(n, ast.Call)
                   for a in [*n.args, *(k.value for k in n.keywords)] if isinstance(a, ast.Name)}
@@ -425,7 +434,47 @@ def _lone_messages(func: ast.AST, stores: Counter) -> frozenset[int]:
         lone.update(runs[name][0] for name, ids in reads.items() if name in runs and not any(i in kept for i in ids)
                     and any((i in passed or i in grown) and i in body and runs[name][1] not in body
                             for i in ids for body in loop_bodies))
-    return frozenset(lone)
+    return frozenset(lone | _tail_messages(func, stores))
+
+
+def _tail_messages(func: ast.AST, stores: Counter) -> set[int]:
+    """``messages = [system]; messages.append({"role": "system", "content": memories});
+    messages.append({"role": "user", ...}); create(messages=messages)``: a request made afresh,
+    sent as it is (no loop, nothing else added), whose later system message comes right before the
+    user's. Only the user's message follows it: what it holds changes no prefix a later request
+    shares (FIELD.md), as ``sinks.last_system`` says of a list display."""
+    starts = {target.id for n in descendants(func) if isinstance(target := _bound_name(n), ast.Name)
+              and stores[target.id] == 1 and isinstance(n.value, ast.List) and n.value.elts
+              and all(written_role(e) == "system" for e in n.value.elts)}
+    if not starts or any(isinstance(n, (ast.For, ast.AsyncFor, ast.While)) and starts & _names_in(n)
+                         for n in descendants(func)):
+        return set()
+    appends = {id(n.func.value): n.args[0] for n in descendants(func) if isinstance(n, ast.Call)
+               and isinstance(n.func, ast.Attribute) and n.func.attr == "append" and len(n.args) == 1
+               and isinstance(n.args[0], ast.Dict)}
+    passed = {id(a): a.lineno for n in descendants(func) if isinstance(n, ast.Call)
+              for a in [*n.args, *(k.value for k in n.keywords)]}
+    tail = set()
+    for name, ids in _reads(func, starts).items():
+        added = sorted((appends[i] for i in ids if i in appends), key=lambda e: (e.lineno, e.col_offset))
+        sent = [passed[i] for i in ids if i in passed]
+        roles = [written_role(e) for e in added]
+        if len(added) + len(sent) == len(ids) and sent and roles[-2:] == ["system", "user"] and added[-1].lineno < min(sent):
+            tail.add(id(added[-2]))
+    return tail
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in descendants(node) if isinstance(n, ast.Name)}
+
+
+#: Calls that send a model a list of messages as their first argument (a LangChain chat model's).
+_ASKS_WITH_MESSAGES = frozenset({"invoke", "ainvoke", "stream", "astream"})
+
+
+def _system_message(value: ast.AST) -> bool:
+    """``SystemMessage(content=task)``: a system message made by its class."""
+    return isinstance(value, ast.Call) and callee_name(value.func) in ("SystemMessage", "SystemChatMessage")
 
 
 def _bound_name(n: ast.AST) -> ast.AST | None:

@@ -4,6 +4,7 @@ summaries (memoised per function), classes, diagnostics and cross-module resolut
 from __future__ import annotations
 
 import ast
+import re
 
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.function import FunctionAnalysis
@@ -131,10 +132,19 @@ class ModuleAnalysis:
 
     def attribute_class(self, info: ClassInfo, attr: str, depth: int = 0) -> str | None:
         """The class an attribute is declared with in a class body (``llm: BaseLLM`` of a pydantic
-        model or a dataclass), in ``info`` or a base class of it: its qualified name."""
+        model or a dataclass) or by the constructor parameter it keeps (``def __init__(self, llm:
+        LLMClient): self.llm = llm``), in ``info`` or a base class of it: its qualified name."""
         for stmt in info.node.body:
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == attr:
                 return self._annotation_class(stmt.annotation)
+        init = info.methods.get("__init__")
+        if init is not None:
+            typed = {a.arg: a.annotation for a in init.node.args.args + init.node.args.kwonlyargs if a.annotation is not None}
+            for stmt in init.node.body:
+                if (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and stmt.value.id in typed
+                        and any(isinstance(t, ast.Attribute) and t.attr == attr and getattr(t.value, "id", "") == "self"
+                                for t in stmt.targets)):
+                    return self._annotation_class(typed[stmt.value.id])
         for found in self.base_classes(info) if depth < 4 else ():
             qual = (found.module or self).attribute_class(found, attr, depth + 1)
             if qual is not None:
@@ -280,6 +290,12 @@ class ModuleAnalysis:
 
     def _mentions(self, node: ast.AST, names: set[str]) -> bool:
         return names_test(frozenset(names)).search(self._segment(node))
+
+    def calls_itself(self, func: ast.AST) -> bool:
+        """Whether this module calls ``func`` by name (`ctx = _build_context(state, trip)`): then
+        what it returns goes to its caller, not to the graph as a node's update."""
+        name = getattr(func, "name", "")
+        return bool(name) and re.search(rf"(?<!def )(?<!\w){re.escape(name)}\(", self.text) is not None
 
     def template_globals(self) -> set[str]:
         """Module globals holding a stable template (or a registry of them): a function that

@@ -58,7 +58,7 @@ def rendered_callables(fa, node: ast.Call, args: list[Val], kwargs: dict[str, Va
     for where, name, val in named:
         if partial or any(_placeholder(name).search(text) for text in texts):
             step = fa.m.step(val.node or node, f"called on each render for `{name}`")
-            found = tuple(t._replace(steps=clip(t.steps + (step,)), report_at=step) for t in _results(fa, val))
+            found = tuple(t._replace(steps=clip(t.steps + (step,)), report_at=step, per_render=True) for t in _results(fa, val))
             if found:
                 out.append((where, found))
     return out

@@ -6,7 +6,7 @@ import ast
 import re
 
 from promptlint.lint.analysis import loops
-from promptlint.lint.analysis.values import LOCATED, ParamSink, Taint, Val, _const_str, clip, common_fields, frozen_ok, join, merge
+from promptlint.lint.analysis.values import LOCATED, MATCHED, ParamSink, Taint, Val, _const_str, clip, common_fields, frozen_ok, join, merge
 from promptlint.lint.catalog import ArgSpec, Condition, SinkSpec
 from promptlint.lint.diagnostic import TraceStep
 from promptlint.lint.guards import callee_name, descendants, list_name, written_role
@@ -54,6 +54,8 @@ class Sinks:
             specs = [s for shape, s in catalog.sink_shapes
                      if (tail == shape or tail.endswith("." + shape)) and self.m.imports_library(s.imports)
                      and (origin.startswith("?") or "()" in origin or origin.startswith("@"))]
+        if specs and self.ref is not None and id(node) in loops.bindings(self.ref.node).lone_messages:
+            specs = []  # (`llm.invoke([SystemMessage(task)])`: the request's only message, a one-shot task prompt)
         for spec in specs:
             if spec.when and not all(self._condition(c, kwargs) for c in spec.when):
                 continue
@@ -268,7 +270,7 @@ class Sinks:
             if self.ref is not None and (not picked or self.system_list):
                 steps = taint.steps + (sink_step or self.m.step(node, f"reaches {layer}"),)
                 self.param_sinks.append(ParamSink(taint.param, taint.label, taint.dumped, steps, layer, kind,
-                                                  located=taint.code == LOCATED, index=taint.index, system_only=picked))
+                                                  only=taint.code if taint.code in (LOCATED, MATCHED) else "", index=taint.index, system_only=picked))
             return
         if taint.reply and not loops.given(self.passes, taint) and not (
                 self.cls is not None and self.cls.next_turn and loops.origin(taint) in self.cls.next_turn.replies):

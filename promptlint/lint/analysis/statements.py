@@ -220,7 +220,7 @@ class Statements:
             val = val.with_taints(merge(val.taints, self._chosen(clocks=True)))
         if self.passes:  # what a loop has built so far is returned once, not per pass
             val = val.keep_deep(lambda t: not loops.given(self.passes, t))
-        if self.graph_node:
+        if self.graph_node and not self.m.calls_itself(self.ref.node):
             self._note_node_update(node.value, val)
         name = self.ref.qualname.rsplit(".", 1)[-1] if self.ref else "function"
         step = self.m.step(node.value, f"returned by {name}()")

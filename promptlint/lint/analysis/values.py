@@ -35,6 +35,7 @@ class Taint(NamedTuple):
     dumped: bool = False  # a parameter taint that went through an unsorted serializer
     fix: Fix | None = None
     report_at: TraceStep | None = None  # template line: report there instead of at the sink
+    per_render: bool = False  # a template expression or callable evaluated each time the template renders
     role_only: bool = False  # a parameter taint picked out by a role dispatch (`if m["role"] == "system"`)
     other_role: bool = False  # came in a message of another role (a reply appended to a history): not a system message
     system_role: bool = False  # came in a system message added to a log of unknown items (`chat_log.append(SystemContent(...))`)
@@ -301,7 +302,7 @@ class ParamSink:
     steps: tuple[TraceStep, ...]
     layer: str
     arg_kind: str
-    located: bool = False  # the parameter only located a file whose content reaches the sink
+    only: str = ""  # LOCATED / MATCHED: the parameter only located a file or selected rows that reach the sink
     index: tuple = ()  # what of the parameter reaches it: `prompt[0]` is (0,) (Taint.index)
     system_only: bool = False  # reached under a test for the system role: only the caller's system messages
 
@@ -346,12 +347,27 @@ class NextTurn(NamedTuple):
 #: The code of a symbolic parameter taint that went through a file read: the parameter located
 #: the file, so a host or environment fact passed for it does not reach the content (docs/field.md).
 LOCATED = "located"
+#: The code of a symbolic parameter taint that selected a query's rows (``WHERE embedding MATCH ?``,
+#: arguments.sql_query): only this turn's words passed for it make the rows this turn's matches.
+MATCHED = "matched"
+#: Source codes that only locate a file or select rows (time, identity, host): not their content.
+LOCATORS = ("PC1", "PC2", "PC3")
+
+
+def passes_mark(marker: str, t: Taint) -> bool:
+    """Whether a caller's taint passes a parameter the callee marked ``LOCATED`` or ``MATCHED``
+    (any taint passes an unmarked one; a caller's own parameters pass and take the mark)."""
+    if marker == LOCATED:
+        return not t.code.startswith(LOCATORS)
+    if marker == MATCHED:
+        return t.param >= 0 or t.code == "PC401"
+    return True
 
 
 def frozen_ok(t: Taint) -> bool:
     """Taints that survive being computed once (import time, ``__init__``): orderings, symbolic
     parameters, and template expressions that are evaluated each time the template renders."""
-    return t.label == "unordered" or t.param >= 0 or t.report_at is not None or t.unread
+    return t.label == "unordered" or t.param >= 0 or t.per_render or t.unread
 
 
 def _const_str(val: Val | None) -> str | None:
