@@ -336,7 +336,8 @@ def test_other_create_verbs_still_run_per_request(name):
 @pytest.mark.parametrize("read", ["self.memory.search(query)", "self.mem.run(messages=[query])",
                                   "self.long_term_memory.search(query)",
                                   "self.memories[query.guild].get_context_string()",
-                                  "memory_manager.get_context()[1]", "self.user_memory_service.get_context()"])
+                                  "memory_manager.get_context()[1]", "self.user_memory_service.get_context()",
+                                  "self.zep_client.thread.get_user_context(thread_id=query.thread).context"])
 def test_what_an_agents_memory_returns_is_per_turn_content(read):
     source = f'''class Agent:
     def reply(self, query):

@@ -287,3 +287,19 @@ def test_a_local_named_for_a_system_message_appended_after_the_history_is_not_st
     # Named for a system message, but added at the end of the conversation: nothing cached follows.
     source = LATE if append else LATE.replace("history.append(", "history.insert(0, ")
     assert [(d.code, d.line) for d in lint_source(source, "bot.py")] == expected
+
+
+@pytest.mark.parametrize(("position", "reported"), [(-1, False), (0, True)])
+def test_a_message_made_by_a_factory_with_a_role_is_placed_where_it_is_inserted(position, reported):
+    # (blind batch 2026-11-26bd) A voice agent's hook makes `ChatMessage.create(role="system", ...)`
+    # with this turn's retrieval and inserts it right before the newest message: late, not stable.
+    source = f'''from livekit.agents import llm
+
+
+async def before_llm_cb(agent, chat_ctx, fetch):
+    context = await fetch(chat_ctx.messages[-1].content)
+    rag_msg = llm.ChatMessage.create(role="system", text=f"Context:\\n{{context}}")
+    chat_ctx.messages.insert({position}, rag_msg)
+    return agent.llm.chat(chat_ctx=chat_ctx)
+'''
+    assert [d.code for d in lint_source(source)] == (["PC401"] if reported else [])

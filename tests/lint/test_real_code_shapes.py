@@ -865,3 +865,43 @@ def test_a_memory_read_named_for_what_it_holds_is_per_turn(read, codes):
         return [{{"role": "system", "content": f"You know: {{known}}"}}, {{"role": "user", "content": text}}]
 '''
     assert [d.code for d in lint_source(source)] == codes
+
+
+@pytest.mark.parametrize(("companion", "reported"), [('"prompt": question', True), ('"input": question', False)])
+def test_an_ollama_generate_payload_with_system_and_prompt_is_a_sink(companion, reported):
+    # (blind batch 2026-11-26bc) Ollama's `/api/generate` takes `system` beside `prompt`.
+    found = lint_source(f'''import json
+from datetime import datetime, timezone
+import requests
+
+
+def ask(question):
+    system = f"Now: {{datetime.now(timezone.utc)}}"
+    payload = {{"model": "llama3", "format": "json", {companion}, "system": system, "stream": False}}
+    return requests.post("http://localhost:11434/api/generate", data=json.dumps(payload)).json()
+''')
+    assert [d.code for d in found] == (["PC101"] if reported else [])
+
+
+@pytest.mark.parametrize(("where", "reported"), [("module", False), ("turn", True)])
+def test_an_agent_made_by_a_factory_at_import_keeps_the_date_it_was_made_with(where, reported):
+    # (field corpus) `create_react_agent(prompt=TEMPLATE.format(date=today()))` at module level makes
+    # the agent once per process: the factory sends nothing, and the fill happens at import.
+    body = '''from datetime import datetime
+from langgraph.prebuilt import create_react_agent
+
+TEMPLATE = "You research. Today is {date}."
+
+
+def today():
+    return datetime.now().strftime("%a %b %d, %Y")
+
+
+'''
+    if where == "module":
+        body += 'agent = create_react_agent("openai:gpt-4o", [], prompt=TEMPLATE.format(date=today()))\n'
+    else:
+        body += ('def answer(question):\n'
+                 '    agent = create_react_agent("openai:gpt-4o", [], prompt=TEMPLATE.format(date=today()))\n'
+                 '    return agent.invoke({"messages": [("user", question)]})\n')
+    assert [d.code for d in lint_source(body)] == (["PC101"] if reported else [])

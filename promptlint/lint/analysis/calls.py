@@ -99,7 +99,7 @@ class Calls:
                     kwargs[kw.arg] = kwargs[kw.arg].with_taints(merge(kwargs[kw.arg].taints, grown))
         # (`ChatPromptTemplate.from_messages(...)`, `ChatMessage.from_system(...)` build, as a constructor does)
         # (`create_react_agent(prompt=...)` makes an agent, as a constructor does: it sends nothing)
-        sends = callee in REQUEST_METHODS or bool(origin and callee[:1].islower() and not callee.startswith(
+        sends = callee in REQUEST_METHODS and "role" not in kwargs or bool(origin and callee[:1].islower() and not callee.startswith(
             ("from_", "create_")) and self.m.catalog.sink_calls.match(origin))
         self.replies = self.replies or (sends and callee in _ASKS)
         if self.defer_shapes and callee in _SYSTEM_CLASSES:
@@ -213,7 +213,9 @@ class Calls:
             if info is not None:
                 return self._construct(node, info[1], args, kwargs)
         # 4. templates, joins, mutators, everything else: taint flows through
-        if (callee in REQUEST_METHODS and callee not in _TEMPLATE_METHODS and callee != "parse" or posts_request(node, self.env)
+        # (`ChatMessage.create(role="system", text=...)` makes a message: a request is given no role)
+        if (callee in REQUEST_METHODS and callee not in _TEMPLATE_METHODS and callee != "parse" and "role" not in kwargs
+                or posts_request(node, self.env)
                 or asks_model(callee, args if callee in _TEMPLATE_METHODS else [*args, *kwargs.values()])):
             # `client.messages.create(...)`, `httpx.post(url, json=payload)`: the response is the
             # model's new text, not the request it was sent (a clock in the system prompt is not
@@ -265,7 +267,7 @@ class Calls:
         # A library record built by keyword (`ToolResult(result=r, duration=t)`): `.result` is r only.
         result = Val(taints, origin=call_origin, node=node, template=template,
                      keys=dict(kwargs) if kwargs and all(v.keys is not None for v in splat)  # (`Namespace(**known)` too)
-                     and callee[:1].isupper() and not callee.isupper() else None)
+                     and (callee[:1].isupper() and not callee.isupper() or "role" in kwargs) else None)  # (`ChatMessage.create(role=...)`)
         if self.stable_template is not None:  # a system template was just built: remember its layer
             result.template, result.sink_layer = self.stable_template
             self.stable_template = None

@@ -371,12 +371,16 @@ def free_names(func: ast.AST) -> frozenset[str]:
 
 
 def _appended_later(func: ast.AST, singles: list, stores: Counter) -> frozenset[int]:
+    """Messages (a dict display, or a call given a ``role=``) bound once to a name that is only
+    ever appended or inserted somewhere (``chat_ctx.messages.insert(-1, rag_msg)``)."""
     dicts = {stmt.targets[0].id: id(stmt.value) for stmt in singles
-             if isinstance(stmt.value, ast.Dict) and stores[stmt.targets[0].id] == 1}
+             if (isinstance(stmt.value, ast.Dict) or isinstance(stmt.value, ast.Call) and any(
+                 k.arg == "role" for k in stmt.value.keywords)) and stores[stmt.targets[0].id] == 1}
     if not dicts:
         return frozenset()
-    appended = {id(n.args[0]) for n in descendants(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                and n.func.attr == "append" and len(n.args) == 1 and isinstance(n.args[0], ast.Name)}
+    appended = {id(n.args[-1]) for n in descendants(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and (n.func.attr == "append" and len(n.args) == 1 or n.func.attr == "insert" and len(n.args) == 2)
+                and isinstance(n.args[-1], ast.Name)}
     return frozenset(dicts[name] for name, ids in _reads(func, dicts).items() if all(i in appended for i in ids))
 
 

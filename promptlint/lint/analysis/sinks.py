@@ -535,7 +535,7 @@ _SHOWN_IN = re.compile(r"\w*(?:Response|Overview|Preview|Report)")
 #: Payload keys that are stable layers when the dict (or the call's keywords) also has one of
 #: the companion keys of an LLM request: key -> (companions, layer, how the value is read).
 _PAYLOAD_SINKS = {
-    "system": (("messages", "max_tokens"), "system prompt", "anthropic-system"),
+    "system": (("messages", "max_tokens", "prompt"), "system prompt", "anthropic-system"),  # (`prompt`: Ollama's generate)
     "instructions": (("input", "tools"), "instructions", "value"),
     "system_prompt": (("messages", "tools"), "system prompt", "value"),
     "system_instruction": (("contents", "generation_config", "tools"), "system instruction", "value"),
