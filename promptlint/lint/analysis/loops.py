@@ -397,8 +397,10 @@ def _lone_messages(func: ast.AST, stores: Counter) -> frozenset[int]:
     """A request that starts its own conversation: a message list display of one dict or system
     message, given as a call's keyword or a chat model's first argument, or bound once to a name
     whose every read is a call's argument (nothing is added to it); a system message bound once
-    to a name read only as such a list's one item (`llm.invoke([system_message])`); or a run's fresh ``[system, user]`` list that only this function's agent loop sends and
-    grows (its system message is the run's, made once for it)."""
+    to a name read only as such a list's one item (`llm.invoke([system_message])`); or a run's
+    fresh ``[system, user]`` list that only this function's agent loop sends and grows (its
+    system message is the run's, made once for it). Also a fresh request's tail
+    (``_tail_messages``)."""
     def single(value) -> int | None:
         return id(value.elts[0]) if isinstance(value, ast.List) and len(value.elts) == 1 and (isinstance(
             value.elts[0], ast.Dict) or _system_message(value.elts[0])) else None

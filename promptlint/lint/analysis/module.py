@@ -56,6 +56,7 @@ class ModuleAnalysis:
         self.run_state_returns: dict[int, Val] = {}
         # run-state field -> [line, column, code, source line, column, note] of a source written there
         self.state_writes: dict[str, list] = {}
+        self._called: dict[str, bool] = {}  # function name -> whether this module calls it (calls_itself)
         self.in_progress: set[int] = set()
         self.deps: set[str] = set()  # other files consulted (paths)
         self.failed_deps: set[str] = set()  # helper modules called into that do not parse
@@ -295,7 +296,9 @@ class ModuleAnalysis:
         """Whether this module calls ``func`` by name (`ctx = _build_context(state, trip)`): then
         what it returns goes to its caller, not to the graph as a node's update."""
         name = getattr(func, "name", "")
-        return bool(name) and re.search(rf"(?<!def )(?<!\w){re.escape(name)}\(", self.text) is not None
+        if name not in self._called:  # (asked at every return of a node: once per name)
+            self._called[name] = bool(name) and re.search(rf"(?<!def )(?<!\w){re.escape(name)}\(", self.text) is not None
+        return self._called[name]
 
     def template_globals(self) -> set[str]:
         """Module globals holding a stable template (or a registry of them): a function that
