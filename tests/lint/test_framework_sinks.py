@@ -46,3 +46,20 @@ def test_the_same_calls_with_fixed_text_report_nothing():
     for text, _ in CASES.values():
         fixed = text.replace("{datetime.now()}", "today")
         assert lint_source(fixed, "app.py") == []
+
+
+@pytest.mark.parametrize(("where", "reported"), [("backstory", True), ("task", False)])
+def test_a_crewai_task_is_the_user_message_of_its_own_run(where, reported):
+    # (field corpus) CrewAI renders the agent's role, goal and backstory as the system prompt and
+    # a task's description as the user message of that task's run: 7 of 7 findings there were false.
+    stamp = "f'Now: {datetime.now()}'"
+    source = f'''from datetime import datetime
+from crewai import Agent, Crew, Task
+
+
+def run(user_input):
+    agent = Agent(role="Helper", goal="Help", backstory={stamp if where == "backstory" else "'Calm.'"})
+    task = Task(description={stamp if where == "task" else "user_input"}, expected_output="An answer.", agent=agent)
+    return Crew(agents=[agent], tasks=[task]).kickoff()
+'''
+    assert [d.code for d in lint_source(source)] == (["PC101"] if reported else [])
