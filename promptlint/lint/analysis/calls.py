@@ -33,7 +33,6 @@ _TRANSLATIONS = re.compile(r"(?i)(?:^|_)(?:i18n|l10n|translations?|locales?|loca
 #: Methods that store a message in a conversation's history or memory, after what is there.
 _HISTORY_STORES = {"add_message", "add_messages", "append_message", "add_to_history", "add_to_memory", "remember"}
 _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
-#: Families of what may locate a file without being in it: host facts, clocks and ids in a path.
 #: Calls that return their argument's structure: a copy or a read-only view of a list or dict.
 _SAME_STRUCTURE = frozenset({"builtins.dict", "builtins.list", "builtins.tuple", "collections.deque", "types.MappingProxyType", "copy.copy",
                              "copy.deepcopy"})
@@ -98,8 +97,10 @@ class Calls:
                 if kw.arg in kwargs and (grown := self.conversation_rendered(kw.value) or self.conversation_rendered(kw.value, kw.arg)):
                     kwargs[kw.arg] = kwargs[kw.arg].with_taints(merge(kwargs[kw.arg].taints, grown))
         # (`ChatPromptTemplate.from_messages(...)`, `ChatMessage.from_system(...)` build, as a constructor does)
+        # (`ChatMessage.create(role="system", text=...)` makes a message: a request is given no role)
+        requested = callee in REQUEST_METHODS and "role" not in kwargs
         # (`create_react_agent(prompt=...)` makes an agent, as a constructor does: it sends nothing)
-        sends = callee in REQUEST_METHODS and "role" not in kwargs or bool(origin and callee[:1].islower() and not callee.startswith(
+        sends = requested or bool(origin and callee[:1].islower() and not callee.startswith(
             ("from_", "create_")) and self.m.catalog.sink_calls.match(origin))
         self.replies = self.replies or (sends and callee in _ASKS)
         if self.defer_shapes and callee in _SYSTEM_CLASSES:
@@ -213,9 +214,7 @@ class Calls:
             if info is not None:
                 return self._construct(node, info[1], args, kwargs)
         # 4. templates, joins, mutators, everything else: taint flows through
-        # (`ChatMessage.create(role="system", text=...)` makes a message: a request is given no role)
-        if (callee in REQUEST_METHODS and callee not in _TEMPLATE_METHODS and callee != "parse" and "role" not in kwargs
-                or posts_request(node, self.env)
+        if (requested and callee not in _TEMPLATE_METHODS and callee != "parse" or posts_request(node, self.env)
                 or asks_model(callee, args if callee in _TEMPLATE_METHODS else [*args, *kwargs.values()])):
             # `client.messages.create(...)`, `httpx.post(url, json=payload)`: the response is the
             # model's new text, not the request it was sent (a clock in the system prompt is not
@@ -293,8 +292,8 @@ class Calls:
                                        and getattr(node.func.value, "id", getattr(node.func.value, "attr", "")) in _SYSTEM_CLASSES):
             if origin and self.m.on_screen and origin.lstrip("@").split(".")[0] not in self.m.catalog.library_roots():
                 return  # the project's own notice record in a terminal or desktop UI: shown, not sent
-            if self.ref is not None and id(node) in loops.bindings(self.ref.node).lone_messages:
-                return  # the request's only message: a one-shot task prompt, no prefix shared with a turn
+            if self.one_shot(node):
+                return
             key, text = system_text(args, kwargs)
             if text is not None:
                 at = entry_node(node, key, text) if key else (node.args[0] if node.args else node)

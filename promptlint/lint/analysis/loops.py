@@ -411,8 +411,10 @@ def _lone_messages(func: ast.AST, stores: Counter) -> frozenset[int]:
             lone.add(only)
         elif isinstance(n, ast.Call) and callee_name(n.func) in _ASKS_WITH_MESSAGES and n.args and isinstance(n.args[0], ast.List):
             # `llm.invoke([SystemMessage(task)])`, `llm.invoke([system_message])`: the request's only message
-            lone.update([only] if (only := single(n.args[0])) else [])
-            sole.update(id(e) for e in n.args[0].elts[:1] if len(n.args[0].elts) == 1 and isinstance(e, ast.Name))
+            if only := single(n.args[0]):
+                lone.add(only)
+            elif len(n.args[0].elts) == 1 and isinstance(n.args[0].elts[0], ast.Name):
+                sole.add(id(n.args[0].elts[0]))
         elif isinstance(target := _bound_name(n), ast.Name) and stores[target.id] == 1:
             if single(n.value):
                 named[target.id] = single(n.value)

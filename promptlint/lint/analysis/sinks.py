@@ -54,8 +54,8 @@ class Sinks:
             specs = [s for shape, s in catalog.sink_shapes
                      if (tail == shape or tail.endswith("." + shape)) and self.m.imports_library(s.imports)
                      and (origin.startswith("?") or "()" in origin or origin.startswith("@"))]
-        if specs and self.ref is not None and id(node) in loops.bindings(self.ref.node).lone_messages:
-            specs = []  # (`llm.invoke([SystemMessage(task)])`: the request's only message, a one-shot task prompt)
+        if specs and self.one_shot(node):
+            specs = []  # (`llm.invoke([SystemMessage(task)])`: the request's only message)
         for spec in specs:
             if spec.when and not all(self._condition(c, kwargs) for c in spec.when):
                 continue
@@ -161,10 +161,9 @@ class Sinks:
                 return  # (the request's only message: a one-shot task prompt, see check_message_shape)
             # Only the leading run of system/developer messages is the stable prefix; a system
             # message appended later sits after the history and is volatile by position.
-            lone = loops.bindings(self.ref.node).lone_messages if self.ref is not None else ()
             roles = [_const_str(msg.keys.get("role")) if msg.keys is not None else None for msg in val.items]
             for msg, role in zip(val.items[:last_system(roles)], roles):
-                if role not in ("system", "developer") or id(msg.node) in lone:  # (a run's own: check_message_shape)
+                if role not in ("system", "developer") or self.one_shot(msg.node):  # (a run's own: check_message_shape)
                     break
                 content = msg.keys.get("content")
                 if content is not None:
@@ -404,13 +403,18 @@ class Sinks:
         if layer is not None:
             self._report_val(val, node, f"{layer} (recognised by the name `{shown}`)", "value")
 
+    def one_shot(self, node: ast.AST | None) -> bool:
+        """Whether a message shares no prefix with a later request (``loops._lone_messages``): the
+        request's only message (a one-shot task prompt), a run's own, or a fresh request's tail."""
+        return self.ref is not None and id(node) in loops.bindings(self.ref.node).lone_messages
+
     def check_message_shape(self, keys: dict, node: ast.AST) -> None:
         """A system/developer-role message in any spelling is a stable layer wherever it is built."""
         role = role_of(keys.get("role"))
         if role not in ("system", "developer"):
             return
-        if self.ref is not None and id(node) in loops.bindings(self.ref.node).lone_messages:
-            return  # the request's only message: a one-shot task prompt, no prefix shared with a turn
+        if self.one_shot(node):
+            return
         if self.ref is not None and id(node) in loops.bindings(self.ref.node).appended_later:
             return  # judged where it is appended: after a history, or leading an empty list
         for key in ("content", "parts", "text"):
