@@ -351,7 +351,10 @@ class Catalog:
         return token_test(dict.fromkeys(merged_tokens(self._tokens_by_root.values()), False))
 
     def source_method(self, name: str) -> SourceSpec | None:
-        """The source a method of this name reads (``retrieve``, or a pattern: ``search_*``)."""
+        """The source a method of this name reads (``retrieve``, or a pattern: ``search_*``);
+        a private helper is named for what it reads too (``_retrieve_context``)."""
+        if name.startswith("_") and not name.startswith("__"):
+            name = name[1:]
         found = self.source_methods.get(name)
         if found is None:
             globbed = self.source_method_globs.match(name)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from promptlint.lint.engine import lint_source
+from promptlint.lint.diagnostic import Settings
+from promptlint.lint.engine import lint_paths, lint_source
 
 
 def found(source: str) -> list[tuple[int, str]]:
@@ -41,6 +42,17 @@ def test_agno_flags_off_or_memories_explicitly_left_out_are_clean():
 
 agent = Agent(add_datetime_to_context=False, enable_agentic_memory=True, add_memories_to_context=False)
 ''') == []
+
+
+def test_an_agno_agent_given_its_own_system_message_ignores_the_flags():
+    # agno sends a given system_message as it is, before it reads any flag that adds to its own.
+    source = '''from agno.agent import Agent
+
+def make_agent(model, text):
+    return Agent(model=model, system_message=text, add_datetime_to_instructions=True, enable_user_memories=True)
+'''
+    assert found(source) == []
+    assert found(source.replace("system_message=text, ", "")) == [(4, "PC101"), (4, "PC401")]
 
 
 # ------------------------------------------------------------ a late system message reversed to the front
@@ -125,19 +137,78 @@ def build_system_prompt(created):
 ''') == []
 
 
-def test_a_library_template_constant_with_a_clock_is_reported_where_it_is_used():
-    source = """from homeassistant.helpers import llm, template
+@pytest.mark.parametrize("constant", ["DATE_TIME_PROMPT", "BASE_PROMPT"])
+def test_a_library_template_constant_with_a_clock_is_reported_where_it_is_used(constant):
+    source = f"""from homeassistant.helpers import llm, template
 
 PERSONA = "You control the house."
 
 class Agent:
     async def _async_render_system_prompt(self, hass, user_name):
-        parts = [template.Template(llm.DATE_TIME_PROMPT + PERSONA, hass).async_render({"user": user_name})]
+        parts = [template.Template(llm.{constant} + PERSONA, hass).async_render({{"user": user_name}})]
         return " ".join(parts)
 """
     diagnostics = lint_source(source)
     assert [(d.line, d.code) for d in diagnostics] == [(7, "PC101")]
-    assert "DATE_TIME_PROMPT" in diagnostics[0].message and "recognised by the name" in diagnostics[0].message
+    assert constant in diagnostics[0].message and "recognised by the name" in diagnostics[0].message
+
+
+def test_an_agno_flag_on_an_agent_kept_in_a_class_body_is_reported():
+    # A class attribute is built once at import, but agno renders the clock on every run of it.
+    source = '''from datetime import datetime
+from agno.agent import Agent
+
+
+class ChatFlow:
+    mother: Agent = Agent(instructions="Be brief.", add_datetime_to_instructions=True, add_history_to_messages=True)
+    clerk: Agent = Agent(instructions=f"Opened on {datetime.now()}.", add_history_to_messages=True)
+
+    def ask(self, question):
+        return self.mother.run(question).content
+'''
+    # (the clerk's instructions were filled once, at import: the same text on every run)
+    assert found(source) == [(6, "PC101")]
+
+
+def test_a_private_retrieval_helper_is_named_for_what_it_reads(tmp_path):
+    (tmp_path / "helpers.py").write_text('''def _retrieve_segment_context(channel_id, recent):
+    return "\\n".join(m["content"] for m in recent), 0, {}
+''')
+    (tmp_path / "context.py").write_text('''def build(channel_id, system_text, recent):
+    from helpers import _retrieve_segment_context
+    retrieved, tokens, receipt = _retrieve_segment_context(channel_id, recent)
+    content = system_text
+    if retrieved:
+        content += f"\\n\\nPast messages:\\n{retrieved}"
+    return [{"role": "system", "content": content}] + recent
+''')
+    diagnostics = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False).diagnostics
+    assert [(d.path.rsplit("/", 1)[-1], d.line, d.code) for d in diagnostics] == [("context.py", 7, "PC401")]
+    assert "_retrieve_segment_context" in diagnostics[0].message
+
+
+def test_a_tuple_returned_in_two_shapes_keeps_each_place(tmp_path):
+    # `return EMPTY` on one path and `return text, n` on another: the text is either one, place by place.
+    (tmp_path / "notes.py").write_text('''import time
+
+EMPTY = ("", 0)
+
+
+def notes_for(topic):
+    if topic:
+        return f"Notes at {time.time()}", 1
+    return EMPTY
+''')
+    (tmp_path / "chat.py").write_text('''import anthropic
+from notes import notes_for
+
+
+def reply(client: anthropic.Anthropic, topic, history):
+    notes, count = notes_for(topic)
+    return client.messages.create(model="m", max_tokens=9, system=f"Notes: {notes}", messages=history)
+''')
+    diagnostics = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False).diagnostics
+    assert [(d.path.rsplit("/", 1)[-1], d.line, d.code) for d in diagnostics] == [("chat.py", 7, "PC101")]
 
 
 # ------------------------------------------------------------ retrieval and memory read back each turn
@@ -229,12 +300,17 @@ def test_a_lookup_by_type_is_no_retrieval(looked_up, codes):
 
 @pytest.mark.parametrize(("call", "codes"), [("retrieve(assistant_id=self.assistant_id, timeout=30)", []),
                                            ("retrieve(self.assistant_id)", []),
-                                           ("retrieve(query=self.question)", ["PC401"])])
+                                           ("retrieve(query=self.question)", ["PC401"]),
+                                           ("_retrieve_assistant(self.assistant_id, timeout)", []),
+                                           ("_retrieve_memories(self.user_id)", ["PC401"])])
 def test_an_object_fetched_by_its_id_is_no_retrieval(call, codes):
-    # `client.beta.assistants.retrieve(assistant_id)` fetches a stored object, not this turn's matches.
+    # `client.beta.assistants.retrieve(assistant_id)` fetches a stored object, not this turn's matches;
+    # so does a wrapper named for the API object it fetches. Memories fetched by a user's id are
+    # what earlier turns stored.
+    receiver = "self" if call.startswith("_") else "self.client.beta.assistants"
     source = f'''class Sync:
-    def pull(self):
-        self.tools = self.client.beta.assistants.{call}.tools
+    def pull(self, timeout=30):
+        self.tools = {receiver}.{call}.tools
         return ChatModel(model=self.model, system=self.system, tools=self.tools)
 '''
     assert [code for _, code in found(source)] == codes
@@ -713,3 +789,45 @@ def build(llm, retriever):
 def test_a_stuff_documents_chain_fills_its_prompts_context_with_this_turns_documents(system, human, reported):
     source = STUFF_CHAIN.replace("SYSTEM_SLOT", system).replace("HUMAN_SLOT", human)
     assert found(source) == ([(5, "PC401")] if reported else [])
+
+
+def test_a_factory_of_a_search_tool_returns_the_tool_not_what_it_finds():
+    # The model calls the tool later; its results come back as tool results, not in the system prompt.
+    source = '''def _search_past_sessions_function(db, user_id):
+    def search(query):
+        return db.search(user_id, query)
+    return search
+
+
+def system_message(db, user_id, tools):
+    tools.append(_search_past_sessions_function(db, user_id))
+    return {"role": "system", "content": f"You may search past sessions with {tools[-1].__name__}."}
+'''
+    assert found(source) == []
+    made = "from agno.tools.function import Function\n" + source.replace("    return search\n", "    return Function.from_callable(search)\n")
+    assert found(made) == []
+    searching = source.replace("    def search(query):\n        return db.search(user_id, query)\n    return search\n",
+                               "    return db.search(user_id, \"recent\")\n")
+    assert found(searching) == [(7, "PC401")]
+
+
+def test_a_method_named_for_the_clock_on_a_receiver_of_unknown_type_reads_it():
+    # `agent` is an unannotated parameter: its class cannot be followed, its method's name says what it returns.
+    source = '''def build_system_prompt(agent, persona):
+    now = agent.get_current_time()
+    return f"{persona}\\n\\nThe current time is: {now.strftime('%H:%M')}"
+'''
+    assert found(source) == [(3, "PC101")]
+    assert found(source.replace("get_current_time", "get_timezone")) == []
+
+
+@pytest.mark.parametrize(("call", "codes"), [("agent._load_memory_content(channel_id)", [(4, "PC401")]),
+                                             ("agent.load_user_memory(channel_id)", [(4, "PC401")]),
+                                             ("agent.load_memory_settings(channel_id)", [])])
+def test_a_memory_loaded_by_a_method_named_for_it_is_read_each_turn(call, codes):
+    source = f'''def build_system_prompt(agent, channel_id, persona):
+    system_prompt = persona
+    system_prompt += f"\\n\\n{{{call}}}"
+    return system_prompt
+'''
+    assert found(source) == codes

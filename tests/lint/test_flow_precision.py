@@ -1403,3 +1403,41 @@ def summarise(history):
     return [{{"role": "system", "content": summary}}, *history]
 '''
     assert [d.code for d in lint_source(source)] == (["PC101"] if reported else [])
+
+
+# ------------------------------------------------------------- a name bound again in a later loop
+def test_a_name_bound_again_at_the_top_of_a_loop_body_hides_its_value_from_an_earlier_loop():
+    # `fn` holds a tool's result in the first loop and a tool's schema in the second: the schema
+    # loop reads only its own `fn`, so no tool result reaches the tool definitions.
+    source = '''import openai
+
+
+def respond(client: openai.OpenAI, session, calls, tools):
+    items = []
+    for call in calls:
+        fn = session.call_tool(call["name"], call["arguments"])
+        items.append({"type": "function_call_output", "call_id": call["id"], "output": str(fn)})
+    specs = []
+    for tool in tools:
+        fn = tool["function"]
+        specs.append({"type": "function", "name": fn["name"], "parameters": fn["parameters"]})
+    return client.responses.create(model="m", input=items, tools=specs)
+'''
+    assert [d.code for d in lint_source(source)] == []
+    # Bound on some passes only, the earlier value still reaches it: the loop may not rebind it.
+    conditional = source.replace('        fn = tool["function"]', '        if tool:\n            fn = tool["function"]')
+    assert [(d.line, d.code) for d in lint_source(conditional)] == [(14, "PC401")]
+
+
+def test_a_value_a_loop_binds_reaches_the_code_after_it_and_the_next_pass():
+    source = '''import anthropic
+from datetime import datetime
+
+
+def chat(client: anthropic.Anthropic, turns):
+    stamp = "start"
+    for text in turns:
+        client.messages.create(model="m", max_tokens=9, system=f"Since {stamp}", messages=[{"role": "user", "content": text}])
+        stamp = datetime.now().isoformat()
+'''
+    assert [(d.line, d.code) for d in lint_source(source)] == [(8, "PC101")]

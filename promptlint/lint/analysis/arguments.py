@@ -156,6 +156,10 @@ def param_stores(func: ast.AST, params: list[str]) -> list[tuple[str, int]]:
     return found
 
 
+#: A wrapper fetching an API's object by its id (`self._retrieve_assistant(assistant_id)`).
+_API_OBJECT_FETCH = re.compile(r"^(?:a?retrieve|fetch|get)_(?:assistant|agent|thread|run|file|model|vector_store)$")
+
+
 def lookup_only(node: ast.Call) -> bool:
     """A lookup by type or by id, not by a query: `self.query_one(ToolSelector)`,
     `client.beta.assistants.retrieve(assistant_id=...)` (an object fetched by its id): a method
@@ -164,12 +168,38 @@ def lookup_only(node: ast.Call) -> bool:
     if node.args and not node.keywords and all(
             isinstance(a, ast.Name) and a.id[:1].isupper() and not a.id.isupper() for a in node.args):
         return True
-    if "_" in getattr(node.func, "attr", "_"):
+    method = getattr(node.func, "attr", "_").lstrip("_")
+    if "_" in method and not _API_OBJECT_FETCH.match(method):
         return False
     keywords = [k for k in node.keywords if not (k.arg and _LIMIT_KEYWORD.match(k.arg))]
-    named = [getattr(a, "id", None) or getattr(a, "attr", None) or "" for a in node.args]
+    named = [name for a in node.args if not _LIMIT_KEYWORD.match(name := getattr(a, "id", None) or getattr(a, "attr", None) or "")]
     return bool(named or keywords) and all(n == "id" or n.endswith("_id") for n in named) and all(
         k.arg is not None and (k.arg == "id" or k.arg.endswith("_id")) for k in keywords)
+
+
+#: A tool object made from a function (`Function.from_callable(search)`, `StructuredTool(...)`).
+_TOOL_MADE = re.compile(r"(?:^|\.)\w*(?:Tool|Function)(?:\.from_\w+)?$")
+
+
+def makes_tool(func: ast.AST) -> bool:
+    """Whether a function returns a function it defines (or a tool made from one) rather than
+    calling it: `_search_past_sessions_function(team)` hands the model a tool; what the tool finds
+    comes back as a tool result when the model calls it. Read from the syntax: a summary made
+    deep in a chain of calls may not have followed the body."""
+    defined = {n.name for n in getattr(func, "body", ()) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if not defined:
+        return False
+    returns, todo = [], list(func.body)
+    while todo:  # its own returns, not those of the functions it defines
+        n = todo.pop()
+        if isinstance(n, ast.Return):
+            returns.append(n.value)
+        elif not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(c for c in ast.iter_child_nodes(n) if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case)))
+    return bool(returns) and all(
+        isinstance(r, ast.Name) and r.id in defined
+        or isinstance(r, ast.Call) and _TOOL_MADE.search(ast.unparse(r.func)) is not None and any(
+            isinstance(a, ast.Name) and a.id in defined for a in r.args) for r in returns)
 
 
 def keyword_values(evaluate, node: ast.Call) -> tuple[dict[str, Val], list[Val]]:

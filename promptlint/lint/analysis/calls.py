@@ -344,12 +344,13 @@ class Calls:
     def _named_source(self, node: ast.Call, spec, ref: FunctionRef | None, func: Val, args, kwargs) -> Val:
         """The project's own ``search_memories(...)`` / ``self.retrieve(...)``: what it returns is the
         per-turn content (the query only selects it); from the source its body reads when it shows
-        one (``store.get(...)``), else from its name; a stub that returns fixed text returns that."""
+        one (``store.get(...)``), else from its name; a stub that returns fixed text returns that,
+        and a factory that returns the function that searches (a tool for the model) returns it."""
         what = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
         receiver = func if isinstance(node.func, ast.Attribute) else None
         inner = self._apply_summary(node, ref, func, args, kwargs) if ref is not None and spec.label == "volatile" else None
         if inner is not None and (receiver is None and any(t.param < 0 and t.code == spec.code for t in inner.taints)
-                                  or not inner.taints and fixed(inner)):
+                                  or not inner.taints and fixed(inner) or arguments.makes_tool(ref.node)):
             return inner
         return self._source_result(node, spec, what, args, kwargs, receiver=receiver)
 
@@ -593,4 +594,3 @@ class Calls:
     @staticmethod
     def _param_names(ref: FunctionRef) -> list[str]:
         return [a.arg for a in parameters(ref.node)]
-

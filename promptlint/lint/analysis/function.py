@@ -57,8 +57,8 @@ class FunctionAnalysis(Statements, Passes, Expressions, Calls, Sinks):
 
         A volatile value computed there is reused unchanged by every request (docs/field.md: not a
         leak); unordered values and template expressions evaluated later are still followed."""
-        if self.ref is None:
-            return self.cls is None and self.loop_depth == 0 and not self.m.reruns
+        if self.ref is None:  # module-level code, or a class body (it runs at import too)
+            return self.loop_depth == 0 and not self.m.reruns
         return runs_once(getattr(self.ref.node, "name", "")) and not graph_node(self.ref.node) or memoized(self.ref.node)
 
     def run_function(self) -> Summary:

@@ -257,6 +257,10 @@ class ModuleAnalysis:
         for info in self.classes.values():
             refs += info.methods.values()
         catalog = self.catalog
+        for info in self.classes.values():  # class-body fields run at import, as module-level code does
+            fields = [s for s in info.node.body if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None]
+            if any(catalog.prefilter.search(self._segment(s)) for s in fields):
+                self.prepare_class(info)
         todo = [r for r in refs if catalog.prefilter.search(seg := self._segment(r.node))
                 or catalog.shape_prefilter.search(seg) or catalog.stable_layer_of(r.node.name)
                 or r.cls is not None and r.cls.bases and catalog.hook_layer(r.cls.bases, r.node.name)

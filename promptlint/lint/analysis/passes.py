@@ -21,8 +21,7 @@ class Passes:
         element = self.element_of(node.iter, Val(element.taints, node=element.node, keys=common_fields(iter_val.items)))
         if _newest_first(node, self.m.catalog.source_newest_of):
             element = Val(element.taints, origin=NEWEST, node=element.node)
-        self.depth += 1
-        self.loop_depth += 1
+        before, depth = self._enter_body()
         self.loop_unordered.append(tuple(self._consumed(t, node.iter) for t in unordered))
         self.passes.append(loops.enter(node, body, self.env, REQUEST_METHODS))
         picked = system_side(iter_val.items) if isinstance(target, ast.Name) else None
@@ -45,10 +44,8 @@ class Passes:
         if isinstance(target, ast.Name):
             self.loop_targets.pop()
         self.loop_unordered.pop()
-        self._leave_loop()
+        self._leave_loop(before, depth)
         self.run_block(orelse)
-        self.depth -= 1
-        self.loop_depth -= 1
 
     def stmt_For(self, node: ast.For) -> None:
         self._loop(self.eval(node.iter), node.target, node.body, node.orelse, node)
@@ -57,16 +54,13 @@ class Passes:
 
     def stmt_While(self, node: ast.While) -> None:
         self.eval(node.test)
-        self.depth += 1
-        self.loop_depth += 1
+        before, depth = self._enter_body()
         self.passes.append(loops.enter(node, node.body, self.env, REQUEST_METHODS))
         for _ in range(self.passes[-1].runs):
             self.run_block(node.body)
             self._next_pass()
-        self._leave_loop()
+        self._leave_loop(before, depth)
         self.run_block(node.orelse)
-        self.depth -= 1
-        self.loop_depth -= 1
 
     def grown(self, name: str | None, node: ast.AST, *added: Val) -> tuple[Taint, ...]:
         """The per-turn taint of ``name`` grown at ``node`` in a loop that carries it (loops.py),
@@ -83,13 +77,25 @@ class Passes:
             self.env = joined({}, self.env, went_on)
         frame.continued.clear()
 
-    def _leave_loop(self) -> None:
+    def _enter_body(self) -> tuple[dict, int]:
+        """A loop's body runs on a copy of the environment, its assignments strong as in an
+        ``if`` (``fn = tool["function"]`` hides an ``fn`` of an earlier loop for the rest of the
+        pass); the copy is joined with what was bound before the loop when it ends (no pass ran)."""
+        before, depth = self.env, self.depth
+        self.env, self.depth = dict(before), 0
+        self.loop_depth += 1
+        return before, depth
+
+    def _leave_loop(self, before: dict, depth: int) -> None:
         frame = self.passes.pop()
         for broken in frame.broken:
             self.env = joined({}, self.env, broken)
         loops.leave(frame, self.env)
         if self.cls is not None:
             loops.leave(frame, self.cls.attrs, replies_stay=True)
+        self.env = self._settle(before, joined(before, before, self.env))
+        self.depth = depth
+        self.loop_depth -= 1
 
     def _left(self, block: list[ast.stmt], env: dict, before: dict) -> dict:
         """A branch that leaves (``notes += reply; break``, ``return``): what it binds reaches no

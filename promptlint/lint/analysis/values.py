@@ -63,7 +63,8 @@ def clip(steps: tuple[TraceStep, ...]) -> tuple[TraceStep, ...]:
 
 
 def merge(*groups) -> tuple[Taint, ...]:
-    """Union of taint tuples, deduplicated, bounded, shortest trace kept.
+    """Union of taint tuples, deduplicated, bounded, shortest trace kept (one that carries the
+    value itself before one where it only chose the text).
 
     Concrete taints (a real source) are kept before symbolic parameter taints, so a clock is
     never crowded out by the parameters of a function with many arguments."""
@@ -76,8 +77,8 @@ def merge(*groups) -> tuple[Taint, ...]:
         if old is None:
             if len(seen) < MAX_TAINTS:
                 seen[k] = t
-        elif len(t.steps) < len(old.steps):
-            seen[k] = t
+        elif len(t.steps) < len(old.steps) and not chosen(t) or chosen(old) and not chosen(t):
+            seen[k] = t  # (the value itself over a choice it made: `now` in the text, not `if now < end`)
     return tuple(seen.values())
 
 
@@ -159,6 +160,9 @@ def _join_items(a: list | None, b: list | None) -> list | None:
         return a if b is None else b
     short, long = (a, b) if len(a) <= len(b) else (b, a)
     if not all(x is y for x, y in zip(short, long)):
+        if len(a) == len(b):  # one shape, two fillings (`return _EMPTY` / `return text, n`): either, place by place
+            return _items([join(x, y) for x, y in zip(a, b)], _places(a, "maybe") | _places(b, "maybe"),
+                          _places(a, "history") | _places(b, "history"))
         return b or a  # two different lists: the structure of either
     history = _places(long, "history")
     maybe = (frozenset(range(len(short), len(long))) - history) | _places(short, "maybe") | _places(long, "maybe")
