@@ -1441,3 +1441,32 @@ def chat(client: anthropic.Anthropic, turns):
         stamp = datetime.now().isoformat()
 '''
     assert [(d.line, d.code) for d in lint_source(source)] == [(8, "PC101")]
+
+
+def test_a_request_given_an_empty_history_is_a_one_shot_task():
+    # `history=[]`: no conversation follows the system prompt, so nothing cached is reused behind it.
+    source = '''from datetime import datetime
+
+
+async def extend_schedule(llm, persona):
+    system_prompt = f"{persona}\\nNow: {datetime.now().isoformat()}"
+    return await llm.query_structured(system_prompt=system_prompt, history=HISTORY, operation="schedule")
+'''
+    assert [d.code for d in lint_source(source.replace("HISTORY", "[]"))] == []
+    assert [d.code for d in lint_source(source.replace("HISTORY", "persona.history"))] == ["PC101"]
+
+
+def test_home_assistant_llm_api_looked_up_for_a_turn_carries_none_of_its_words():
+    source = '''import anthropic
+from homeassistant.helpers import llm
+
+
+async def respond(hass, client: anthropic.AsyncAnthropic, user_input, api_id, history):
+    llm_context = llm.LLMContext(platform="x", context=user_input.context, user_prompt=user_input.text,
+                                 language=user_input.language, assistant="conversation", device_id=user_input.device_id)
+    llm_api = await llm.async_get_api(hass, api_id, llm_context)
+    tools = [{"name": t.name, "description": t.description or "", "input_schema": {}} for t in llm_api.tools]
+    return await client.messages.create(model="m", max_tokens=9, tools=tools, messages=history)
+'''
+    assert [d.code for d in lint_source(source)] == []
+    assert [d.code for d in lint_source(source.replace("llm.async_get_api(", "pick_api("))] == ["PC401"]

@@ -54,6 +54,7 @@ def _zone_only(fmt) -> bool:
 #: often a dict's than the one project class's `get` (a memory's, a store's).
 _BUILTIN_METHODS = frozenset({"get", "pop", "items", "keys", "values", "copy", "clear", "index", "count", "remove",
                               "split", "strip", "replace", "lower", "upper", "startswith", "endswith", "encode", "decode"})
+_CONVERSATION_KEYWORDS = frozenset({"history", "messages", "chat_history", "conversation", "conversation_history"})  # (so far)
 #: Request methods whose result is a model's reply (not `count_tokens`, `parse` of a request).
 _ASKS = frozenset({"create", "stream", "generate_content", "generate_content_stream", "completion", "acompletion",
                    "invoke", "ainvoke", "send_message", "chat", "achat"})
@@ -313,7 +314,10 @@ class Calls:
             # is neither a template fill (`.format(instructions=...)`) nor a project class's
             # constructor (a record such as a UI preview; a real one is followed through __init__).
             fills = isinstance(node.func, ast.Attribute) and node.func.attr in _TEMPLATE_METHODS
-            if not fills and not (origin and origin.startswith("@") and "()" not in origin):
+            # (`query(system_prompt=..., history=[])`: a request given no conversation is a one-shot task)
+            alone = any(k.arg in _CONVERSATION_KEYWORDS and isinstance(k.value, (ast.List, ast.Tuple)) and not k.value.elts
+                        for k in node.keywords)
+            if not fills and not alone and not (origin and origin.startswith("@") and "()" not in origin):
                 for name, val in ((n, v) for n, v in kwargs.items()
                                   if self.m.catalog.stable_layer_of(n) and self.keeps_keyword(ref, n)):
                     self.check_stable_target(name, f"{name}=", val, entry_node(node, name, val), self.m.snippet(node.func))
