@@ -77,7 +77,7 @@ def merge(*groups) -> tuple[Taint, ...]:
         if old is None:
             if len(seen) < MAX_TAINTS:
                 seen[k] = t
-        elif len(t.steps) < len(old.steps) and not chosen(t) or chosen(old) and not chosen(t):
+        elif t.steps is not old.steps and (len(t.steps) < len(old.steps) or chosen(old)) and not chosen(t):
             seen[k] = t  # (the value itself over a choice it made: `now` in the text, not `if now < end`)
     return tuple(seen.values())
 
