@@ -831,3 +831,17 @@ def test_a_memory_loaded_by_a_method_named_for_it_is_read_each_turn(call, codes)
     return system_prompt
 '''
     assert found(source) == codes
+
+
+@pytest.mark.parametrize("given", ['"Be brief.", extra', "user_extra_system_prompt=extra", "user_llm_prompt=extra"])
+def test_home_assistant_chat_log_prompts_are_its_system_prompt(given):
+    # The chat log rebuilds its system content from the prompt and the extra prompt on every turn.
+    source = f'''from homeassistant.components import conversation
+
+
+class Agent:
+    async def _async_handle_message(self, user_input: conversation.ConversationInput, chat_log: conversation.ChatLog):
+        extra = await self.memory_service.async_build_memory_prompt(user_input)
+        await chat_log.async_provide_llm_data(user_input.as_llm_context("x"), None, {given})
+'''
+    assert [code for _, code in found(source)] == ["PC401"]
