@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import re
 
+from promptlint.lint.analysis.loops import statement_blocks
 from promptlint.lint.analysis.values import LOCATORS, Taint, Val, merge
 from promptlint.lint.diagnostic import Fix
 from promptlint.lint.guards import GROWERS, descendants, self_attribute
@@ -194,8 +195,8 @@ def makes_tool(func: ast.AST) -> bool:
         n = todo.pop()
         if isinstance(n, ast.Return):
             returns.append(n.value)
-        elif not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            todo.extend(c for c in ast.iter_child_nodes(n) if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case)))
+        elif not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            todo.extend(stmt for block in statement_blocks(n) for stmt in block)
     return bool(returns) and all(
         isinstance(r, ast.Name) and r.id in defined
         or isinstance(r, ast.Call) and _TOOL_MADE.search(ast.unparse(r.func)) is not None and any(

@@ -54,7 +54,8 @@ def _zone_only(fmt) -> bool:
 #: often a dict's than the one project class's `get` (a memory's, a store's).
 _BUILTIN_METHODS = frozenset({"get", "pop", "items", "keys", "values", "copy", "clear", "index", "count", "remove",
                               "split", "strip", "replace", "lower", "upper", "startswith", "endswith", "encode", "decode"})
-_CONVERSATION_KEYWORDS = frozenset({"history", "messages", "chat_history", "conversation", "conversation_history"})  # (so far)
+#: Keywords that give a call the conversation so far: given empty (`history=[]`), it is a one-shot task.
+_CONVERSATION_KEYWORDS = frozenset({"history", "messages", "chat_history", "conversation", "conversation_history"})
 #: Request methods whose result is a model's reply (not `count_tokens`, `parse` of a request).
 _ASKS = frozenset({"create", "stream", "generate_content", "generate_content_stream", "completion", "acompletion",
                    "invoke", "ainvoke", "send_message", "chat", "achat"})
@@ -314,7 +315,6 @@ class Calls:
             # is neither a template fill (`.format(instructions=...)`) nor a project class's
             # constructor (a record such as a UI preview; a real one is followed through __init__).
             fills = isinstance(node.func, ast.Attribute) and node.func.attr in _TEMPLATE_METHODS
-            # (`query(system_prompt=..., history=[])`: a request given no conversation is a one-shot task)
             alone = any(k.arg in _CONVERSATION_KEYWORDS and isinstance(k.value, (ast.List, ast.Tuple)) and not k.value.elts
                         for k in node.keywords)
             if not fills and not alone and not (origin and origin.startswith("@") and "()" not in origin):

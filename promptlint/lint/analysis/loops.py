@@ -81,7 +81,7 @@ def _leaving(body: list[ast.stmt]) -> frozenset[int]:
             leaving = False
         for stmt in block:
             nested = inner or isinstance(stmt, _LOOPS)
-            subs = _blocks(stmt)
+            subs = statement_blocks(stmt)
             if not subs and leaving:
                 out.update(id(n) for n in ast.walk(stmt))
             for sub in subs:
@@ -91,7 +91,7 @@ def _leaving(body: list[ast.stmt]) -> frozenset[int]:
     return frozenset(out)
 
 
-def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
+def statement_blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
     """The statement lists a compound statement holds: its body, ``else``, ``finally``, handlers, cases."""
     subs = [sub for name in ("body", "orelse", "finalbody")
             if isinstance(sub := getattr(stmt, name, None), list) and sub and isinstance(sub[0], ast.stmt)]
@@ -111,7 +111,7 @@ def _continues(block: list[ast.stmt]) -> bool:
     """Whether a loop's body goes on to its next pass somewhere (``continue``), not counting the
     loops, functions and classes nested in it."""
     return any(isinstance(stmt, ast.Continue) or not isinstance(stmt, (*_LOOPS, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-               and any(_continues(sub) for sub in _blocks(stmt)) for stmt in block)
+               and any(_continues(sub) for sub in statement_blocks(stmt)) for stmt in block)
 
 
 def carried(passes: list[Pass], name: str | None, node: ast.AST, module) -> tuple[Taint, ...]:

@@ -78,13 +78,10 @@ class Passes:
         frame.continued.clear()
 
     def _enter_body(self) -> tuple[dict, int]:
-        """A loop's body runs on a copy of the environment, its assignments strong as in an
-        ``if`` (``fn = tool["function"]`` hides an ``fn`` of an earlier loop for the rest of the
-        pass); the copy is joined with what was bound before the loop when it ends (no pass ran)."""
-        before, depth = self.env, self.depth
-        self.env, self.depth = dict(before), 0
+        """A loop's body runs on a copy, as a branch does (``on_copy``); the copy is joined with
+        what was bound before the loop when it ends (no pass ran)."""
         self.loop_depth += 1
-        return before, depth
+        return self.on_copy()
 
     def _leave_loop(self, before: dict, depth: int) -> None:
         frame = self.passes.pop()

@@ -251,9 +251,7 @@ class Statements:
             return
         dispatch = role_test(node.test)
         self.control.append(self.chosen_by(tested, node.test, dispatch))
-        before, depth = self.env, self.depth
-        self.depth = 0  # (across loop iterations, the join below and the loop's second run carry values)
-        self.env = dict(before)
+        before, depth = self.on_copy()
         self.role_branch += dispatch
         # `for m in messages: if m["role"] == "system":` (or `role = m.get("role")` first) sees the
         # system messages only; its `else:` (or what follows a `continue`) the others.
@@ -334,9 +332,7 @@ class Statements:
         value is the one used). An exception may leave it anywhere, so a handler starts from
         what was bound before the body or at its end; `else` from the body's end; the code after
         from any of them. Each branch's own assignments are strong, as in an `if`."""
-        before, depth = self.env, self.depth
-        self.depth = 0
-        self.env = dict(before)
+        before, depth = self.on_copy()
         self.run_block(node.body)
         self.run_block(node.orelse)
         after = self._left(node.orelse or node.body, self.env, before)
@@ -346,6 +342,14 @@ class Statements:
             after = joined(before, after, self._left(handler.body, self.env, before))
         self.env, self.depth = self._settle(before, after), depth
         self.run_block(node.finalbody)
+
+    def on_copy(self) -> tuple[dict, int]:
+        """Run a branch (an `if`, a `try`, a loop's body) on a copy of the environment, its
+        assignments strong (`fn = tool["function"]` hides an earlier `fn`); the caller joins the
+        copy with ``before`` and restores ``depth`` after it."""
+        before, depth = self.env, self.depth
+        self.env, self.depth = dict(before), 0
+        return before, depth
 
     def _settle(self, before: dict, env: dict) -> dict:
         """The environment after a statement whose branches ran on copies. At module level it is
