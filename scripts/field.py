@@ -40,16 +40,23 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this tree's promptlint (a snapshot's own), as its lint runs use
 CORPUS = ROOT / "fixtures" / "field" / "corpus.yaml"
 TRIAGE = ROOT / "fixtures" / "field" / "triage.tsv"
-FAMILIES = {"1": "time", "2": "identity", "3": "host", "4": "per-turn", "5": "ordering"}
 TREE_SUFFIXES = (".py", ".ipynb", ".j2", ".jinja", ".jinja2", ".yaml", ".yml", ".txt", ".md", ".prompt", ".tmpl", ".toml",
                  ".json", ".cfg", ".ini")
 
 
 def family_of(code: str) -> str | None:
-    """The source family a rule code reports (PC1xx time, PC2xx identity, ...)."""
-    return FAMILIES.get(code[2:3]) if code.startswith("PC") and code[2:3] != "0" else None
+    """The source family a rule code reports (PC1xx time, PC2xx identity, ...; a framework
+    check's by its ``sources``), or None (meta codes, a framework check of no one family)."""
+    from promptlint.lint.catalog import SOURCE_FAMILIES, load_rule_docs
+
+    doc = load_rule_docs().get(code)
+    if doc is None:
+        return None
+    family = doc.sources or doc.family
+    return family if family in SOURCE_FAMILIES else None
 
 
 @dataclass

@@ -99,3 +99,15 @@ def test_a_leak_is_found_through_a_related_source_of_the_same_sink_but_not_a_far
     assert field.leak_found(leak, [finding], slack=2) is finding
     assert field.leak_found(leak, [dict(finding, related=[{"path": "a.py", "line": 50}])], slack=2) is None
     assert field.leak_found(leak, [dict(finding, code="PC101")], slack=2) is None
+
+
+def test_a_framework_check_counts_for_the_family_of_the_values_it_reports():
+    """A LlamaIndex engine that renders each turn's retrieval into the system message (PC602)
+    finds a per-turn leak; a check of no one family (PC606, breakpoints counted) finds none."""
+    field = import_file("field_script", FIELD)
+    leak = field.Leak("rag.py:132", "rag.py:104", "per-turn", "read", "retrieval in the system message")
+    finding = {"code": "PC602", "path": "rag.py", "line": 102, "trace": []}
+    assert [field.family_of(c) for c in ("PC101", "PC401", "PC601", "PC602", "PC606", "PC001")] == [
+        "time", "per-turn", "time", "per-turn", None, None]
+    assert field.leak_found(leak, [finding], slack=2) is finding
+    assert field.leak_found(leak, [dict(finding, code="PC606")], slack=2) is None

@@ -59,9 +59,10 @@ def _load_yaml(path: Path) -> dict:
 
 _DOC_KEYS = {
     "name", "family", "severity", "summary", "what", "why", "example", "use_instead",
-    "fix_safety", "valid", "invalid",
+    "fix_safety", "valid", "invalid", "sources",
 }
 _CODE_RE = re.compile(r"^PC\d{3}$")
+SOURCE_FAMILIES = ("time", "identity", "host", "per-turn", "ordering")  # PC1xx to PC5xx
 
 
 @functools.lru_cache(maxsize=1)
@@ -82,6 +83,8 @@ def load_rule_docs() -> dict[str, RuleDoc]:
         unknown = set(entry) - _DOC_KEYS
         if unknown:
             raise CatalogError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        if entry.get("sources", "") not in ("", *SOURCE_FAMILIES):
+            raise CatalogError(f"{where}: 'sources' is one of {', '.join(SOURCE_FAMILIES)}")
         try:
             docs[code] = RuleDoc(
                 code=code,
@@ -96,6 +99,7 @@ def load_rule_docs() -> dict[str, RuleDoc]:
                 fix_safety=str(entry.get("fix_safety", "Not auto-fixable.")),
                 valid=tuple(entry.get("valid", ()) or ()),
                 invalid=tuple(entry.get("invalid", ()) or ()),
+                sources=str(entry.get("sources", "")),
             )
         except KeyError as exc:
             raise CatalogError(f"{where}: missing key {exc.args[0]!r}") from None

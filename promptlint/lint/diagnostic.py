@@ -100,6 +100,9 @@ class RuleDoc:
     # Extra examples that are run as tests but not printed: (code, expected codes).
     valid: tuple[str, ...] = ()
     invalid: tuple[str, ...] = ()
+    # The source family of the values it reports, for a framework check (PC602: per-turn);
+    # "" where the family says it (PC1xx time ... PC5xx ordering) or none does.
+    sources: str = ""
 
     @property
     def fixable(self) -> bool:

@@ -95,9 +95,9 @@ def _one_finding(group: list[Diagnostic]) -> Diagnostic:
     """The finding of one sink line and code: the shortest trace, the other sources related."""
     if len(group) == 1:
         return group[0]
-    # Shortest trace first; on a tie, a source that is a value read or computed (a retrieval, a
-    # clock) before a parameter that merely carries the turn's input.
-    ordered = sorted(group, key=lambda d: (_by_choice(d), len(d.trace), PARAMETER in (d.trace[0].note if d.trace else ""),
+    # A source that is a value read or computed (a retrieval, a clock) before a parameter that
+    # merely carries it, or the turn's input, there; then the shortest trace.
+    ordered = sorted(group, key=lambda d: (_by_choice(d), PARAMETER in (d.trace[0].note if d.trace else ""), len(d.trace),
                                            d.sort_key()))
     first = ordered[0]
     related: list[TraceStep] = []

@@ -1470,3 +1470,95 @@ async def respond(hass, client: anthropic.AsyncAnthropic, user_input, api_id, hi
 '''
     assert [d.code for d in lint_source(source)] == []
     assert [d.code for d in lint_source(source.replace("llm.async_get_api(", "pick_api("))] == ["PC401"]
+
+
+# ------------------------------------------------------------------ arguments a signature gathers
+RENDERED_BY_KWARGS = '''from datetime import datetime
+
+
+class Loader:
+    def render(self, template, **values):
+        return template.format(**values)
+
+
+def build(llm, history):
+    text = Loader().render("You are X. Now: {now}", name="x", now=str(datetime.now()))
+    return llm.chat([{"role": "system", "content": text}, *history])
+'''
+
+
+def test_keywords_a_callee_gathers_in_its_kwargs_reach_what_it_does_with_them():
+    [found] = lint_source(RENDERED_BY_KWARGS)
+    assert (found.line, found.code) == (11, "PC101")
+    assert "returned by render()" in [s.note for s in found.trace]
+
+
+def test_positionals_a_callee_gathers_in_its_args_reach_what_it_does_with_them():
+    source = RENDERED_BY_KWARGS.replace("render(self, template, **values)", "render(self, template, *values)").replace(
+        "template.format(**values)", '" ".join([template, *values])').replace('name="x", now=', '"x", ')
+    [found] = lint_source(source)
+    assert (found.line, found.code) == (11, "PC101")
+    # A keyword the callee has no parameter for (and no `**kwargs`) is no flow.
+    assert lint_source(RENDERED_BY_KWARGS.replace("**values", "name=None")) == []
+
+
+def test_a_source_read_is_named_before_a_parameter_that_carries_it():
+    """A retrieval handed down to a builder whose parameter is named for memories: the finding
+    starts at the retrieval, and the parameter is named beside it."""
+    [found] = lint_source('''def build_prompt(memories):
+    return "You are X. Remember: " + "; ".join(m.text for m in memories)
+
+
+def chat(retriever, llm, history, question):
+    found = retriever.retrieve(question)
+    messages = [{"role": "system", "content": build_prompt(found)}, *history]
+    return llm.chat(messages)
+''')
+    assert found.code == "PC401" and found.trace[0].line == 6 and "retrieve" in found.trace[0].note
+    assert [s.line for s in found.related] == [1]
+
+
+# ------------------------------------------------------------------ message factories
+FACTORY_CONTEXT = '''import time
+import openai
+
+
+def create_chat_message(role, content):
+    return {"role": role, "content": content}
+
+
+def generate_context(prompt, relevant_memory, history):
+    context = [
+        create_chat_message("system", prompt),
+        create_chat_message("system", f"The time is {time.strftime('%c')}"),
+        create_chat_message("system", f"You remember:\\n{relevant_memory}"),
+    ]
+    return len(history) - 1, len(context), context
+
+
+def chat(prompt, user_input, history, memory):
+    relevant = memory.get_relevant(str(history[-9:]), 10)
+    next_index, insertion_index, context = generate_context(prompt, relevant, history)
+    while next_index >= 0:
+        context.insert(insertion_index, history[next_index])
+        next_index -= 1
+    context.append(create_chat_message("user", user_input))
+    return openai.ChatCompletion.create(model="gpt-4o", messages=context)
+'''
+
+
+def test_a_message_made_by_a_helper_from_its_role_and_content_is_that_message():
+    """`create_chat_message("system", text)` returns `{"role": role, "content": content}`: at the
+    call, the role is what the caller passed. History inserted at a place computed at run time
+    goes after the system messages the builder made, so the memory message is no request's tail."""
+    found = sorted((d.line, d.code) for d in lint_source(FACTORY_CONTEXT))
+    assert found == [(12, "PC101"), (13, "PC401")]
+
+
+def test_a_helper_message_of_another_role_or_appended_after_the_history_is_no_stable_layer():
+    assert lint_source(FACTORY_CONTEXT.replace('create_chat_message("system", f"The', 'create_chat_message("user", f"The')
+                       .replace('create_chat_message("system", f"You', 'create_chat_message("assistant", f"You'),
+                       ) == []
+    appended_late = FACTORY_CONTEXT.replace('''    context.append(create_chat_message("user", user_input))''', '''    context.append(create_chat_message("system", f"Now: {time.time()}"))
+    context.append(create_chat_message("user", user_input))''')
+    assert sorted((d.line, d.code) for d in lint_source(appended_late)) == [(12, "PC101"), (13, "PC401")]

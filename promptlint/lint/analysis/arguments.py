@@ -99,6 +99,33 @@ def sql_query(method: str | None, args: list[Val]) -> bool:
         _QUERY.match(args[0].const))
 
 
+def bind(signature: ast.arguments, params: list[str], offset: int, args: list[Val], kwargs: dict[str, Val]) -> dict[int, Val]:
+    """A call's arguments by the index of the parameter that receives them (``values.parameters``
+    order; ``offset`` 1 for a bound method's ``self``). Positionals beyond the named ones go to
+    ``*args`` as one tuple; keywords no parameter names go to ``**kwargs`` as one dict, so
+    ``render(template, memories=m)`` reaches ``template.format(**kwargs)``."""
+    positional = len(signature.posonlyargs) + len(signature.args)
+    named = set(params[:positional]) | {a.arg for a in signature.kwonlyargs}
+    actual: dict[int, Val] = {}
+    extra: list[Val] = []
+    for i, a in enumerate(args):
+        if i + offset < positional:
+            actual[i + offset] = a
+        else:
+            extra.append(a)
+    if extra and signature.vararg is not None:
+        actual[positional] = Val(merge(*(a.taints for a in extra)), items=extra)
+    spread: dict[str, Val] = {}
+    for name, v in kwargs.items():
+        if name in named:
+            actual[params.index(name)] = v
+        else:
+            spread[name] = v
+    if spread and signature.kwarg is not None:
+        actual[len(params) - 1] = Val(merge(*(v.taints for v in spread.values())), keys=spread)
+    return actual
+
+
 def argument_syntax(node: ast.Call, position: int, name: str) -> ast.expr | None:
     """The expression a call passes for a parameter (by position, else by keyword); None when a
     splat (`*args`, `**kwargs`) hides it."""

@@ -7,7 +7,7 @@ import re
 
 from promptlint.lint.analysis import arguments, loops
 from promptlint.lint.analysis.values import (EMPTY, LOCATED, LOCATORS, MATCHED, RUN_STATE, appended, certain, chosen, clip, ClassInfo, FunctionRef, Taint, Val, default_used, fixed, passes_mark,
-                                             frozen_ok, join, merge, narrowed, parameters, read_at, user_words)
+                                             frozen_ok, join, merge, narrowed, param_names, parameters, read_at, user_words)
 from promptlint.lint.analysis.rendered import rendered_callables, stuffed, substitute
 from promptlint.lint.analysis.sinks import (REQUEST_METHODS, asked_with_conversation, asks_model, before_history, entry_node,
                                             is_system_message, other_role, posts_request, role_of, system_list, system_side, system_text)
@@ -407,6 +407,8 @@ class Calls:
             elif method == "insert" and len(args) == 2 and isinstance(args[0].const, int):
                 items = list(items)
                 items.insert(args[0].const, args[1])
+            elif method == "insert" and len(args) == 2:  # at a place computed at run time: after what leads, as history
+                items = appended(items, [args[1]], history=True)
             else:
                 items = None
         if keys is not None and method == "update" and args and args[0].keys is not None:
@@ -423,7 +425,7 @@ class Calls:
             self._apply_summary(node, init, Val(origin=f"@{info.qualname}()"), args, kwargs, bound=True)
             # A model with its own __init__ (`ContentItem(text=x)` handing fields to pydantic):
             # arguments named for declared fields are those fields.
-            positional = [p for p in self._param_names(init) if p not in ("self", "cls")]
+            positional = [p for p in param_names(init.node) if p not in ("self", "cls")]
             given = {k: v for k, v in [*zip(positional, args), *kwargs.items()] if k in fields}
         else:  # dataclass / pydantic: fields by name, held by this instance only
             # Never merged into the class: `Message(content=now())` in one module would make
@@ -442,17 +444,11 @@ class Calls:
         if ref.module is not self.m:
             self.m.deps.add(ref.module.path)
             self.m.deps.update(ref.module.deps)
-        params = self._param_names(ref)
+        params = param_names(ref.node)
         if bound is None:
             bound = ref.cls is not None and isinstance(node.func, ast.Attribute) and params[:1] in (["self"], ["cls"])
-        actual: dict[int, Val] = {}
         offset = 1 if bound else 0
-        for i, a in enumerate(args):
-            if i + offset < len(params):
-                actual[i + offset] = a
-        for name, v in kwargs.items():
-            if name in params:
-                actual[params.index(name)] = v
+        actual = arguments.bind(ref.node.args, params, offset, args, kwargs)
         for i, a in actual.items():  # `to_messages(chat_log)` after a write into `chat_log.content`: that field too
             syntax = arguments.argument_syntax(node, i - offset, params[i])
             fields = {k.split(".")[1]: v for k, v in self.env.items() if k.startswith(syntax.id + ".") and k.count(".") == 1} if (
@@ -494,12 +490,18 @@ class Calls:
                     out.append(at._replace(steps=clip(at.steps + (call_step,) + t.steps)))
             return merge(out)
 
+        by_param = {id(a): actual[i] for i, a in enumerate(parameters(ref.node)) if i in actual}
+
         def structure(val: Val | None, depth: int = 0) -> Val | None:
             """A returned display (a message list, a block dict) keeps its shape at the call site."""
             if val is None or depth > 4:
                 return val
             # Positions inside another module cannot be reported here: point at the call instead.
             here = val.node if val.node is not None and ref.module is self.m else node
+            given = by_param.get(id(val.node))
+            if given is not None:  # a parameter returned as it came: what the caller passed (`{"role": role}`)
+                return Val(substitute(val.taints), const=given.const, node=given.node or node, template=given.template,
+                           sink_layer=given.sink_layer, items=given.items, keys=given.keys)
             return Val(substitute(val.taints), const=val.const, node=here, template=val.template, sink_layer=val.sink_layer,
                        items=[structure(v, depth + 1) for v in val.items] if val.items is not None else None,
                        keys={k: structure(v, depth + 1) for k, v in val.keys.items()} if val.keys is not None else None)
@@ -577,7 +579,7 @@ class Calls:
                 and self.env.get(receiver.id) is not None
                 and self.env[receiver.id].origin == f"@{ref.cls.qualname}()"):
             return
-        params = self._param_names(ref)
+        params = param_names(ref.node)
         changed = False
         for attr, index in arguments.param_stores(ref.node, params):
             arg = actual.get(index)
@@ -594,7 +596,3 @@ class Calls:
             changed = True
         if changed:
             ref.module.forget_methods(ref.cls)
-
-    @staticmethod
-    def _param_names(ref: FunctionRef) -> list[str]:
-        return [a.arg for a in parameters(ref.node)]

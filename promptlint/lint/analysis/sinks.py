@@ -6,7 +6,8 @@ import ast
 import re
 
 from promptlint.lint.analysis import loops
-from promptlint.lint.analysis.values import LOCATED, MATCHED, ParamSink, Taint, Val, _const_str, clip, common_fields, frozen_ok, join, merge
+from promptlint.lint.analysis.values import (LOCATED, MATCHED, ParamSink, Taint, Val, _const_str, clip, common_fields, frozen_ok, join,
+                                             merge, param_names)
 from promptlint.lint.catalog import ArgSpec, Condition, SinkSpec
 from promptlint.lint.diagnostic import TraceStep
 from promptlint.lint.guards import callee_name, descendants, list_name, written_role
@@ -392,7 +393,7 @@ class Sinks:
         generator's "system prompt") says it is not. An unknown callee may send it anywhere."""
         if ref is None or ref.node is None or ref.module is None:
             return True
-        names = self._param_names(ref)
+        names = param_names(ref.node)
         if name not in names or ref.node.args.kwarg is not None:
             return True
         return any(ps.param == names.index(name) for ps in ref.module.summary(ref).param_sinks)

@@ -389,6 +389,10 @@ def parameters(node: ast.AST) -> list[ast.arg]:
     return [*a.posonlyargs, *a.args, *([a.vararg] if a.vararg else []), *a.kwonlyargs, *([a.kwarg] if a.kwarg else [])]
 
 
+def param_names(node: ast.AST) -> list[str]:
+    return [a.arg for a in parameters(node)]
+
+
 def _opaque(ref: FunctionRef) -> Summary:
     n = len(parameters(ref.node))
     taints = tuple(Taint("", label, (), param=i) for i in range(n) for label in ("volatile", "unordered"))
