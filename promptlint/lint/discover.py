@@ -27,6 +27,8 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".git", ".hg", ".svn", ".venv", "venv", "env", ".tox", ".nox", "build", "dist",
     "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache",
     ".promptlint_cache", "site-packages", "*.egg-info",
+    # Copies editors keep of notebooks: Jupyter's autosaves, jupyterlab-lsp's shadow documents.
+    ".ipynb_checkpoints", ".virtual_documents",
     "tests", "test", "*_tests", "conftest.py", "test_*.py", "*_test.py",
 )
 

@@ -25,6 +25,12 @@ CASES = {
              "    '''Answer the question.'''\n    question: str = dspy.InputField()\n    answer: str = dspy.OutputField()\n\n\n"
              "def ask(q):\n    return dspy.Predict(QA.with_instructions(f'Answer. Today is {datetime.now()}'))(question=q)\n",
              "signature instructions (dspy)"),
+    # An agent given fixed instructions and a function that adds to them on every run: the
+    # decorator is the agent's method, not the `instructions=` field it was built with.
+    "pydantic-ai-instructions-function": ("from datetime import date\nfrom textwrap import dedent\n\nfrom pydantic_ai import Agent\n\n"
+                                          "agent = Agent(model='gemini-2.5-flash', instructions=dedent('You write books.'))\n\n\n"
+                                          "@agent.instructions\ndef add_the_date() -> str:\n    return f'The date is {date.today()}.'\n",
+                                          "instructions (@agent.instructions return value)"),
     "openai-stored-prompt": ("from datetime import datetime\nfrom openai import OpenAI\n\nclient = OpenAI()\n\n\n"
                              "def reply(text, conversation):\n"
                              "    prompt = {'id': 'pmpt_1', 'variables': {'today': f'{datetime.now()}'}}\n"
@@ -44,7 +50,7 @@ def test_a_frameworks_system_layer_is_a_sink(case):
 
 def test_the_same_calls_with_fixed_text_report_nothing():
     for text, _ in CASES.values():
-        fixed = text.replace("{datetime.now()}", "today")
+        fixed = text.replace("{datetime.now()}", "today").replace("{date.today()}", "today")
         assert lint_source(fixed, "app.py") == []
 
 

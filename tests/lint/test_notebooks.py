@@ -94,3 +94,16 @@ def test_a_suppression_comment_in_a_cell_is_honoured(tmp_path):
     cell = [CLOCK_CELL[0], CLOCK_CELL[1].rstrip("\n") + "  # promptlint: ignore[PC101] demo only\n", CLOCK_CELL[2]]
     code, found = lint(tmp_path, **{"demo.ipynb": notebook(("code", SETUP_CELL), ("code", cell))})
     assert (code, found) == (0, [])
+
+
+def test_the_copies_editors_keep_of_a_notebook_are_not_linted_twice(tmp_path):
+    """Jupyter's autosave (`.ipynb_checkpoints/demo-checkpoint.ipynb`) and jupyterlab-lsp's shadow
+    document (`.virtual_documents/demo.ipynb`, Python text under a notebook's name) are copies:
+    the notebook itself is the one finding."""
+    text = notebook(("code", SETUP_CELL), ("code", CLOCK_CELL))
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    (tmp_path / ".ipynb_checkpoints" / "demo-checkpoint.ipynb").write_text(text)
+    (tmp_path / ".virtual_documents").mkdir()
+    (tmp_path / ".virtual_documents" / "demo.ipynb").write_text(notebook_source(text.encode()))
+    code, found = lint(tmp_path, **{"demo.ipynb": text})
+    assert code == 1 and [f["path"] for f in found] == ["demo.ipynb"]

@@ -313,7 +313,8 @@ class Sinks:
         catalog = self.m.catalog
         for dec in node.decorator_list:
             target = dec.func if isinstance(dec, ast.Call) else dec
-            origin = self.eval(target).origin
+            origin = (isinstance(target, ast.Attribute) and (base := self.eval(target.value).origin)  # (a method, not the
+                      and f"{base}.{target.attr}") or self.eval(target).origin  # field `Agent(instructions=...)` keeps)
             if not origin:
                 continue
             specs = catalog.decorator_calls.match(origin)
