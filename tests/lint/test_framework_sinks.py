@@ -31,6 +31,12 @@ CASES = {
                                           "agent = Agent(model='gemini-2.5-flash', instructions=dedent('You write books.'))\n\n\n"
                                           "@agent.instructions\ndef add_the_date() -> str:\n    return f'The date is {date.today()}.'\n",
                                           "instructions (@agent.instructions return value)"),
+    "google-adk-global-instruction-plugin": (
+        "from datetime import date\n\nfrom google.adk.apps import App\n"
+        "from google.adk.plugins.global_instruction_plugin import GlobalInstructionPlugin\n\n\n"
+        "def global_instruction(ctx) -> str:\n    return f'You are a medical assistant. Today: {date.today()}'\n\n\n"
+        "app = App(name='clinic', root_agent=None, plugins=[GlobalInstructionPlugin(global_instruction)])\n",
+        "global instruction (GlobalInstructionPlugin)"),
     "openai-stored-prompt": ("from datetime import datetime\nfrom openai import OpenAI\n\nclient = OpenAI()\n\n\n"
                              "def reply(text, conversation):\n"
                              "    prompt = {'id': 'pmpt_1', 'variables': {'today': f'{datetime.now()}'}}\n"
@@ -69,3 +75,30 @@ def run(user_input):
     return Crew(agents=[agent], tasks=[task]).kickoff()
 '''
     assert [d.code for d in lint_source(source)] == (["PC101"] if reported else [])
+
+
+def test_adks_preload_memory_tool_puts_each_turns_memories_into_the_system_instruction():
+    text = ("from google.adk.agents import LlmAgent\nfrom google.adk.tools.preload_memory_tool import PreloadMemoryTool\n\n"
+            "agent = LlmAgent(name='helper', model='gemini-2.5-flash', instruction='Help.', tools=[PreloadMemoryTool()])\n")
+    [found] = lint_source(text, "agent.py")
+    assert (found.code, found.line) == ("PC401", 4) and "system instruction" in found.message
+    # ADK's LoadMemoryTool is a tool the model calls: what it finds is a tool result.
+    assert lint_source(text.replace("PreloadMemoryTool", "LoadMemoryTool").replace("preload_memory", "load_memory"),
+                       "agent.py") == []
+
+
+def test_an_instruction_function_imported_from_another_module_is_evaluated_per_request(tmp_path):
+    from promptlint.lint.diagnostic import Settings
+    from promptlint.lint.engine import lint_paths
+
+    package = tmp_path / "clinic"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "prompt.py").write_text("from datetime import date\n\n\ndef global_instruction(ctx) -> str:\n"
+                                       "    return f'You are a medical assistant. Today: {date.today()}'\n")
+    (package / "agent.py").write_text(
+        "from google.adk.apps import App\nfrom google.adk.plugins.global_instruction_plugin import GlobalInstructionPlugin\n\n"
+        "from .prompt import global_instruction\n\n"
+        "app = App(name='clinic', root_agent=None, plugins=[GlobalInstructionPlugin(global_instruction)])\n")
+    [found] = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1).diagnostics
+    assert (found.code, found.line, found.trace[0].path.endswith("prompt.py")) == ("PC101", 6, True)

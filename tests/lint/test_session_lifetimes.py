@@ -248,6 +248,19 @@ def test_an_agent_loop_over_its_own_fresh_conversation_makes_its_system_message_
     assert bool(found) is reported
 
 
+@pytest.mark.parametrize(("also", "reported"), [
+    ("", False),  # the run's messages, made as names first: the same fresh conversation
+    # the system message is also sent ahead of a history carried over from earlier calls
+    ('    client.chat.completions.create(model="m", messages=[system_message, *history])\n', True),
+])
+def test_a_fresh_conversation_made_of_named_messages_is_the_runs_own(also, reported):
+    text = AGENT_RUN.replace("    messages = MESSAGES\n", (
+        '    system_message = {"role": "system", "content": system}\n'
+        '    user_message = {"role": "user", "content": task}\n'
+        '    messages = [system_message, user_message]\n') + also)
+    assert bool(lint_source(text, "worker.py")) is reported
+
+
 LOCAL_RUN = '''import datetime
 
 from openai import OpenAI

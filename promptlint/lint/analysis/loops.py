@@ -406,6 +406,10 @@ def _lone_messages(func: ast.AST, stores: Counter) -> frozenset[int]:
             value.elts[0], ast.Dict) or _system_message(value.elts[0])) else None
 
     lone, named, runs, made, sole = set(), {}, {}, {}, set()
+    # Messages bound once to a name, read once, to make a list of them (`system_prompt = {...}`).
+    displays = {t.id: n.value for n in descendants(func) if isinstance(t := _bound_name(n), ast.Name)
+                and stores[t.id] == 1 and isinstance(n.value, ast.Dict)}
+    displays = {name: d for name, ids in _reads(func, displays).items() if len(ids) == 1 for d in [displays[name]]}
     for n in descendants(func):
         if isinstance(n, ast.keyword) and n.arg == "messages" and (only := single(n.value)):
             lone.add(only)
@@ -418,8 +422,8 @@ def _lone_messages(func: ast.AST, stores: Counter) -> frozenset[int]:
         elif isinstance(target := _bound_name(n), ast.Name) and stores[target.id] == 1:
             if single(n.value):
                 named[target.id] = single(n.value)
-            elif _fresh_run(n.value):
-                runs[target.id] = (id(n.value.elts[0]), id(n))
+            elif elts := _fresh_run(n.value, displays):
+                runs[target.id] = (id(elts[0]), id(n))
             elif _system_message(n.value):
                 made[target.id] = id(n.value)
     if made:
@@ -492,8 +496,12 @@ def _bound_name(n: ast.AST) -> ast.AST | None:
     return n.target if isinstance(n, ast.AnnAssign) and n.value is not None else None
 
 
-def _fresh_run(value: ast.AST) -> bool:
-    """``[{"role": "system", ...}, {"role": "user", ...}]``: a conversation that starts here."""
-    if not (isinstance(value, ast.List) and len(value.elts) == 2 and all(isinstance(e, ast.Dict) for e in value.elts)):
-        return False
-    return [written_role(e) for e in value.elts] == ["system", "user"]
+def _fresh_run(value: ast.AST, displays: dict[str, ast.Dict]) -> list[ast.Dict] | None:
+    """``[{"role": "system", ...}, {"role": "user", ...}]`` (or names bound to them): a conversation
+    that starts here. Its two message displays."""
+    if not (isinstance(value, ast.List) and len(value.elts) == 2):
+        return None
+    elts = [displays.get(e.id) if isinstance(e, ast.Name) else e for e in value.elts]
+    if not all(isinstance(e, ast.Dict) for e in elts):
+        return None
+    return elts if [written_role(e) for e in elts] == ["system", "user"] else None

@@ -6,7 +6,7 @@ import ast
 import re
 
 from promptlint.lint.analysis import loops
-from promptlint.lint.analysis.values import (LOCATED, MATCHED, ParamSink, Taint, Val, _const_str, clip, common_fields, frozen_ok, join,
+from promptlint.lint.analysis.values import (LOCATED, MATCHED, FunctionRef, ParamSink, Taint, Val, _const_str, clip, common_fields, frozen_ok, join,
                                              merge, param_names)
 from promptlint.lint.catalog import ArgSpec, Condition, SinkSpec
 from promptlint.lint.diagnostic import TraceStep
@@ -197,8 +197,8 @@ class Sinks:
         elif kind == "state-template" and val.func is None:
             self._report_state_template(val, node, layer)
         elif kind in ("callable", "state-template"):
-            if val.func is not None:
-                ref = val.func
+            if isinstance(ref := val.func or (self.m.resolve_function(val.origin) if val.origin and not val.origin.startswith(
+                    ("?", "@")) and "(" not in val.origin else None), FunctionRef):  # (`plugin(imported_function)`)
                 summary = ref.module.summary(ref)
                 if ref.module is not self.m:
                     self.m.deps.add(ref.module.path)
