@@ -37,6 +37,11 @@ CASES = {
         "def global_instruction(ctx) -> str:\n    return f'You are a medical assistant. Today: {date.today()}'\n\n\n"
         "app = App(name='clinic', root_agent=None, plugins=[GlobalInstructionPlugin(global_instruction)])\n",
         "global instruction (GlobalInstructionPlugin)"),
+    # LangGraph 0.2 named create_react_agent's prompt `state_modifier`: a function run before each model call.
+    "langgraph-state-modifier": ("from datetime import datetime\n\nfrom langgraph.prebuilt import create_react_agent\n\n\n"
+                                 "def modifier(state):\n    return f'You are terse. Now: {datetime.now()}'\n\n\n"
+                                 "def build(model):\n    return create_react_agent(model, [], state_modifier=modifier)\n",
+                                 "agent prompt (create_react_agent(state_modifier=))"),
     "openai-stored-prompt": ("from datetime import datetime\nfrom openai import OpenAI\n\nclient = OpenAI()\n\n\n"
                              "def reply(text, conversation):\n"
                              "    prompt = {'id': 'pmpt_1', 'variables': {'today': f'{datetime.now()}'}}\n"
