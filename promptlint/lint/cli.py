@@ -305,7 +305,7 @@ def rules(fmt) -> None:
 # --------------------------------------------------------------------------- explain
 def explain_text(doc) -> str:
     """A rule's documentation in ruff's fixed sections."""
-    parts = [f"{doc.code} {doc.name} ({doc.family}, {doc.severity})", "",
+    parts = [f"{doc.code} {doc.name} ({doc.family}{f': {doc.sources} values' if doc.sources else ''}, {doc.severity})", "",
              "What it does", _indent(doc.what), "", "Why is this bad?", _indent(doc.why)]
     if doc.example.strip():
         parts += ["", "Example", _indent(doc.example.rstrip())]

@@ -187,6 +187,12 @@ def test_explain_prints_the_fixed_sections(project):
     assert sections[1:] == ["What it does", "Why is this bad?", "Example", "Use instead", "Fix safety"]
 
 
+def test_explain_names_the_family_of_a_framework_checks_values(project):
+    assert promptlint("explain", "PC602", cwd=project).stdout.splitlines()[0] == (
+        "PC602 retrieval-in-system-message (framework: per-turn values, error)")
+    assert promptlint("explain", "PC101", cwd=project).stdout.splitlines()[0] == "PC101 time-in-stable-layer (time, error)"
+
+
 def test_explain_unknown_code_exits_2_and_suggests_close_codes(project):
     result = promptlint("explain", "PC10", cwd=project)
     assert result.returncode == 2 and "did you mean" in result.stderr and "PC101" in result.stderr
