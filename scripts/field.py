@@ -50,13 +50,10 @@ TREE_SUFFIXES = (".py", ".ipynb", ".j2", ".jinja", ".jinja2", ".yaml", ".yml", "
 def family_of(code: str) -> str | None:
     """The source family a rule code reports (PC1xx time, PC2xx identity, ...; a framework
     check's by its ``sources``), or None (meta codes, a framework check of no one family)."""
-    from promptlint.lint.catalog import SOURCE_FAMILIES, load_rule_docs
+    from promptlint.lint.catalog import load_rule_docs
 
     doc = load_rule_docs().get(code)
-    if doc is None:
-        return None
-    family = doc.sources or doc.family
-    return family if family in SOURCE_FAMILIES else None
+    return doc.source_family if doc is not None else None
 
 
 @dataclass

@@ -18,7 +18,7 @@ from typing import NamedTuple
 from pathlib import Path
 
 from promptlint import __version__
-from promptlint.lint.diagnostic import RuleDoc, Settings
+from promptlint.lint.diagnostic import SOURCE_FAMILIES, RuleDoc, Settings
 from promptlint.lint.literal_search import SHAPE_TOKENS, TextTest, merged_tokens, token_test
 from promptlint.lint.patterns import PatternTable
 
@@ -62,7 +62,6 @@ _DOC_KEYS = {
     "fix_safety", "valid", "invalid", "sources",
 }
 _CODE_RE = re.compile(r"^PC\d{3}$")
-SOURCE_FAMILIES = ("time", "identity", "host", "per-turn", "ordering")  # PC1xx to PC5xx
 
 
 @functools.lru_cache(maxsize=1)

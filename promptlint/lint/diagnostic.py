@@ -83,6 +83,10 @@ class Diagnostic:
         return (self.path, self.line, self.column, self.code, self.message)
 
 
+#: The families of sources a leak is counted under (PC1xx to PC5xx; docs/field.md).
+SOURCE_FAMILIES = ("time", "identity", "host", "per-turn", "ordering")
+
+
 @dataclass(frozen=True)
 class RuleDoc:
     """The documentation and examples of one rule code (loaded from rules/codes.yaml)."""
@@ -103,6 +107,13 @@ class RuleDoc:
     # The source family of the values it reports, for a framework check (PC602: per-turn);
     # "" where the family says it (PC1xx time ... PC5xx ordering) or none does.
     sources: str = ""
+
+    @property
+    def source_family(self) -> str | None:
+        """The family of the sources it reports (a framework check's by its ``sources``), or None
+        (meta codes, a framework check of no one family)."""
+        family = self.sources or self.family
+        return family if family in SOURCE_FAMILIES else None
 
     @property
     def fixable(self) -> bool:

@@ -192,8 +192,8 @@ class Calls:
                 return Val(merge(consumed), items=args[0].items, node=node)
         # 3. functions we can summarise
         target = func.func
-        if target is None and origin and not origin.startswith("?"):
-            found = self.m.resolve_function(origin.lstrip("@")) if "()" not in origin else None
+        if target is None:
+            found = self.m.callable_named(origin)
             if isinstance(found, FunctionRef):
                 target = found
             elif isinstance(found, ClassInfo):

@@ -476,6 +476,13 @@ class ModuleAnalysis:
         return load_rule_docs()
 
     # ----------------------------------------------------------- resolution
+    def callable_named(self, origin: str | None) -> FunctionRef | ClassInfo | None:
+        """The project function or class a value's origin names (`mod.fn`, `@mod.Cls`); None for
+        what a call returned (`mod.make()`) or a method of an unknown receiver (`?.run`)."""
+        if not origin or origin.startswith("?") or "()" in origin:
+            return None
+        return self.resolve_function(origin.lstrip("@"))
+
     def resolve_function(self, qualname: str) -> FunctionRef | ClassInfo | None:
         """A function or class named by a qualified name: local, or in a project module."""
         if self.module_name and qualname.startswith(self.module_name + "."):

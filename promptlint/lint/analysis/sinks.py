@@ -197,8 +197,7 @@ class Sinks:
         elif kind == "state-template" and val.func is None:
             self._report_state_template(val, node, layer)
         elif kind in ("callable", "state-template"):
-            if isinstance(ref := val.func or (self.m.resolve_function(val.origin) if val.origin and not val.origin.startswith(
-                    ("?", "@")) and "(" not in val.origin else None), FunctionRef):  # (`plugin(imported_function)`)
+            if isinstance(ref := val.func or self.m.callable_named(val.origin), FunctionRef):  # (`plugin(imported_function)`)
                 summary = ref.module.summary(ref)
                 if ref.module is not self.m:
                     self.m.deps.add(ref.module.path)
