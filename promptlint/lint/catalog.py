@@ -164,6 +164,7 @@ class SourceSpec(NamedTuple):
     message_types: tuple[str, ...] = ()  # a chat platform's incoming message: its text is this turn's
     receiver_methods: tuple[tuple[str, tuple[str, ...]], ...] = ()
     strings: tuple[str, ...] = ()
+    tables: tuple[str, ...] = ()  # database tables whose rows a query reads back (what earlier turns wrote)
     max_args: int | None = None
     sortable: bool = False
     rendered: bool = False
@@ -283,6 +284,7 @@ class Catalog:
         self.source_receiver_methods = PatternTable([(f"{receiver}.{m}", s) for s in self.sources
                                                      for receiver, methods in s.receiver_methods for m in methods])
         self.source_strings = PatternTable([(p, s) for s in self.sources for p in s.strings])
+        self.source_tables = PatternTable([(p.lower(), s) for s in self.sources for p in s.tables])
         self.sink_calls = PatternTable([(p, s) for s in self.sinks for p in s.callees])
         self.sink_shapes = [(sh, s) for s in self.sinks for sh in s.shapes]
         self.decorator_calls = PatternTable([(p, d) for d in self.decorators for p in d.decorators])
@@ -456,7 +458,8 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
     for i, e in enumerate(data.get("sources") or []):
         where = f"{path}: sources[{i}]"
         _check_keys(e, {"id", "code", "label", "note", "calls", "attributes", "methods", "params", "strings", "max_args", "sortable",
-                       "rendered", "state_fields", "receiver_methods", "fields", "newest_of", "conversations", "message_types"}, where)
+                       "rendered", "state_fields", "receiver_methods", "fields", "newest_of", "conversations", "message_types",
+                       "tables"}, where)
         if e.get("code") not in codes:
             raise CatalogError(f"{where}: unknown code {e.get('code')!r}")
         if e.get("label") not in LABELS:
@@ -472,6 +475,7 @@ def _merge_file(catalog: Catalog, path: Path, codes: frozenset[str]) -> None:
             newest_of=_as_tuple(e.get("newest_of"), where, "newest_of"),
             conversations=_as_tuple(e.get("conversations"), where, "conversations"),
             message_types=_as_tuple(e.get("message_types"), where, "message_types"),
+            tables=_as_tuple(e.get("tables"), where, "tables"),
         ))
     for i, e in enumerate(data.get("sinks") or []):
         where = f"{path}: sinks[{i}]"

@@ -66,6 +66,10 @@ def read_text(path: str, max_bytes: int) -> tuple[str | None, Diagnostic | None]
     try:
         text = notebook_source(raw) if notebook else decode_source(raw)
     except SourceError as exc:
+        project = _WORKER.get("project")
+        if notebook and exc.code == "PC001" and project is not None and not project.catalog.might_contain_sink(
+                raw.decode("utf-8", "replace")):
+            return "", None  # an empty or broken notebook with no prompt in it hides no finding (as a .py file)
         return None, _meta(path, exc.code, exc.detail)
     if notebook and len(text) > max_bytes:
         return None, _meta(path, "PC003", f"code larger than max-file-bytes ({len(text)} > {max_bytes} bytes)")

@@ -141,6 +141,28 @@ def _first_pass(node: ast.If) -> int:
     return 0
 
 
+def heads_given_conversation(node: ast.If, params: list[str]) -> bool:
+    """``if not messages: messages = [system]``, ``if not any(m["role"] == "system" for m in
+    messages): messages.insert(0, system)``: a system message put at the head of the conversation
+    a caller passed in, only while it has none. The caller sends the same list back on the next
+    turn, system message included: what the branch builds is made once per conversation."""
+    test = node.test
+    tested = [t for value in (test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test])
+              for t in [set_test(value)[0] if set_test(value)[1] else _len_zero(value)] if isinstance(t, ast.Name)]
+    if not tested and role_test(test):  # (`not any(m["role"] == "system" for m in messages)`, `messages[0]["role"] != "system"`)
+        tested = [n for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in params]
+    names = {t.id for t in tested if t.id in params}
+    for n in (n for stmt in node.body for n in ast.walk(stmt)):
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in n.targets) \
+                and isinstance(n.value, ast.List) and n.value.elts:
+            return True
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "insert" and n.args \
+                and isinstance(n.func.value, ast.Name) and n.func.value.id in names \
+                and isinstance(n.args[0], ast.Constant) and n.args[0].value == 0:
+            return True
+    return False
+
+
 def _fills_missing_key(node: ast.If) -> bool:
     """``if channel not in self.histories: self.histories[channel] = [system, ...]``, or
     Streamlit's ``if "messages" not in st.session_state: st.session_state.messages = [...]``:

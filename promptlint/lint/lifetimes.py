@@ -35,9 +35,11 @@ SETUP_VERBS = ("init_", "initialize_", "initialise_", "setup_", "set_up_", "boot
 #: ``new_chat_thread``, ``new_chat``, ``reset`` of a chat object, ``reload_with_initial_messages``,
 #: an MCP client's ``connect_to_server``):
 #: what they compute is stored with it and reused by each of its turns. Pipecat's runner calls
-#: ``bot()`` once per session (its examples build the pipeline and its context in ``run_bot``).
+#: ``bot()`` once per session (its examples build the pipeline and its context in ``run_bot``);
+#: a LiveKit worker runs its ``entrypoint`` once per job, a room's session (``WorkerOptions(
+#: entrypoint_fnc=entrypoint)``; docs.livekit.io/agents/server/job "Entrypoint", read 2026-11-27).
 SESSION_START = re.compile(r"(?:create|new|start|open|begin)_(?:\w+_)?(?:session|conversation|thread|chat|dialog|dialogue)s?"
-                           r"|reset(?:_(?:\w+_)?(?:session|conversation|chat|history|dialog|dialogue))?|reload(?:_\w+)?|(?:run_)?bot"
+                           r"|reset(?:_(?:\w+_)?(?:session|conversation|chat|history|dialog|dialogue))?|reload(?:_\w+)?|(?:run_)?bot|entrypoint"
                            r"|a?connect(?:_to)?(?:_\w+)?")
 
 

@@ -37,6 +37,17 @@ def make_agent(model):
     assert "agno system message" in diagnostics[0].message and flag.split("=")[0] in diagnostics[0].message
 
 
+def test_agno_session_state_in_the_system_message_is_per_turn_when_the_model_rewrites_it():
+    source = '''from agno.agent import Agent
+
+agent = Agent(instructions="Track the portfolio.", session_state={"ticker": None},
+              add_session_state_to_context=True, enable_agentic_state=True)
+'''
+    assert found(source) == [(4, "PC401")]
+    # Rendered each run but written by nothing in the conversation, it is the same on every turn.
+    assert found(source.replace(", enable_agentic_state=True", "")) == []
+
+
 def test_agno_flags_off_or_memories_explicitly_left_out_are_clean():
     assert found('''from agno.agent import Agent
 
@@ -845,3 +856,29 @@ class Agent:
         await chat_log.async_provide_llm_data(user_input.as_llm_context("x"), None, {given})
 '''
     assert [code for _, code in found(source)] == ["PC401"]
+
+
+# ------------------------------------------------------------ memory kept in a database table
+SUMMARY = '''import sqlite3
+import anthropic
+
+client = anthropic.Anthropic()
+
+
+def get_summary(chat_id):
+    with sqlite3.connect("bot.db") as con:
+        cur = con.cursor()
+        cur.execute("SELECT summary FROM TABLE WHERE chat_id = ?", (chat_id,))
+        row = cur.fetchone()
+    return row[0] if row else ""
+
+
+def reply(chat_id, history):
+    return client.messages.create(model="m", max_tokens=9, system=f"Memory: {get_summary(chat_id)}", messages=history)
+'''
+
+
+@pytest.mark.parametrize("table, reported", [("long_term_memory", True), ("chat_summaries", True), ("user_facts", True),
+                                             ("personas", False), ("settings", False)])
+def test_rows_read_from_a_memory_table_are_per_turn(table, reported):
+    assert found(SUMMARY.replace("TABLE", table)) == ([(16, "PC401")] if reported else [])

@@ -1562,3 +1562,71 @@ def test_a_helper_message_of_another_role_or_appended_after_the_history_is_no_st
     appended_late = FACTORY_CONTEXT.replace('''    context.append(create_chat_message("user", user_input))''', '''    context.append(create_chat_message("system", f"Now: {time.time()}"))
     context.append(create_chat_message("user", user_input))''')
     assert sorted((d.line, d.code) for d in lint_source(appended_late)) == [(12, "PC101"), (13, "PC401")]
+
+
+# ------------------------------------------------------------- one field of the caller's record
+EVENTS = '''from datetime import datetime
+import anthropic
+
+client = anthropic.Anthropic()
+
+
+def reply(events, history):
+    persona = "a helper"
+    READ
+    return client.messages.create(model="m", max_tokens=9, system=f"You are {persona}.", messages=history)
+
+
+def handle(text, history, persona):
+    event = {"created_at": datetime.now(), "content": text}
+    event["persona"] = persona
+    return reply([event], history)
+'''
+
+
+@pytest.mark.parametrize("read", [
+    'for e in events:\n        persona = e.get("persona")',
+    'persona = events[0].get("persona")',
+    'persona = ", ".join(e["persona"] for e in events)',
+    'persona = [e.get("persona") for e in events if e][0]',
+])
+def test_a_field_read_from_the_callers_records_is_that_field_not_the_whole_record(read):
+    # The clock is in `created_at`, which never reaches the system prompt.
+    assert lint_source(EVENTS.replace("READ", read)) == []
+    # The field that carries it does.
+    stamped = EVENTS.replace("READ", read).replace('event["persona"] = persona', 'event["persona"] = datetime.now()')
+    assert [d.code for d in lint_source(stamped)] == ["PC101"]
+
+
+@pytest.mark.parametrize("zone", ["datetime.now().astimezone().tzinfo", "datetime.now().astimezone().tzname()",
+                                  'datetime.now().strftime("%Z")'])
+def test_the_hosts_time_zone_read_through_a_clock_is_no_clock(zone):
+    source = f'''from datetime import datetime
+import anthropic
+
+
+def reply(history):
+    return anthropic.Anthropic().messages.create(model="m", max_tokens=9, system=f"Zone: {{{zone}}}", messages=history)
+'''
+    assert lint_source(source) == []
+    assert [d.code for d in lint_source(source.replace(zone, zone.replace("tz", "").replace("%Z", "%H") + " or 1"))]
+
+
+@pytest.mark.parametrize("keyword", ["timeMin", "since", "start_date", "updated_after"])
+def test_a_clock_given_as_a_querys_time_cut_off_is_not_what_it_fetches(keyword):
+    source = f'''from datetime import datetime
+import anthropic
+
+
+def upcoming(service):
+    now = datetime.utcnow().isoformat() + "Z"
+    return service.events().list(calendarId="primary", {keyword}=now, maxResults=10).execute()["items"]
+
+
+def reply(service, history):
+    events = "\\n".join(e["summary"] for e in upcoming(service))
+    return anthropic.Anthropic().messages.create(model="m", max_tokens=9, system=f"Events: {{events}}", messages=history)
+'''
+    assert lint_source(source) == []
+    # Given as the query's text, the clock is in what comes back.
+    assert [d.code for d in lint_source(source.replace(f"{keyword}=now", "q=now"))] == ["PC101"]

@@ -491,3 +491,41 @@ class Planner:
 '''
     # The record holds this call's reply (asked for above it), whatever `self.usage` keeps.
     assert found(body) == []
+
+
+def test_a_reply_asked_through_a_helper_that_is_handed_the_conversation_is_kept_too():
+    # `self.call_llm(ctx)` sends its `messages` parameter: the conversation this method built.
+    body = '''import re
+
+
+class Persona:
+    def __init__(self):
+        self.mood = "calm"
+        self.log = []
+
+    def system_prompt(self):
+        return f"You are Ada. You feel %s."
+
+    def ask(self, clients, messages):
+        return clients.get("chat").chat(messages)
+
+    def turn(self, clients, text):
+        self.log.append({"role": "user", "content": text})
+        out = self.ask(clients, [{"role": "system", "content": self.system_prompt()}, *self.log])
+        if found := re.search(r"Mood: (.*)", out):
+            self.mood = found.group(1)
+        return out
+'''
+    assert [code for _, code, _ in found(body % "{self.mood}")] == ["PC401"]
+    assert found(body % "glad") == []
+
+
+def test_a_reply_a_method_hands_its_own_setter_is_kept_as_if_it_stored_it():
+    body = (ASSISTANT % "self.remember(parse_facts(reply.content[0].text))") + '''
+    def remember(self, facts):
+        self.facts = self.facts + facts
+'''
+    sink = line_of(body, '        self.history[0] = {"role": "system", "content": self.system_prompt()}')
+    assert [(line, code) for line, code, _ in found(body)] == [(sink, "PC401")]
+    # What the setter is handed that is no reply (a fixed list) changes nothing.
+    assert found(body.replace("self.remember(parse_facts(reply.content[0].text))", 'self.remember(["tea"])')) == []

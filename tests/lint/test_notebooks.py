@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from promptlint.lint.notebook import notebook_source
 from tests.lint.opt_in import ORDERING_PYPROJECT
 
@@ -74,10 +76,18 @@ def test_a_cell_in_another_language_and_a_non_python_notebook_are_left_out():
 
 def test_a_broken_notebook_is_a_clear_pc001_and_the_rest_is_still_linted(tmp_path):
     good = notebook(("code", SETUP_CELL), ("code", CLOCK_CELL))
-    code, found = lint(tmp_path, **{"broken.ipynb": '{"cells": [', "good.ipynb": good})
+    broken = '{"cells": [{"source": "client.messages.create(system=prompt)"'
+    code, found = lint(tmp_path, **{"broken.ipynb": broken, "good.ipynb": good})
     assert code == 1
     assert [(f["path"], f["code"]) for f in found] == [("broken.ipynb", "PC001"), ("good.ipynb", "PC101")]
     assert "not a notebook" in found[0]["message"]
+
+
+@pytest.mark.parametrize("text", ["", "\n", '{"cells": [{"source": "print(1)"'])
+def test_an_empty_notebook_or_a_broken_one_with_no_prompt_in_it_hides_no_finding(tmp_path, text):
+    # As for a .py file: what cannot hold a prompt is not read, so it cannot fail to parse.
+    code, found = lint(tmp_path, **{"empty.ipynb": text, "good.ipynb": notebook(("code", SETUP_CELL), ("code", CLOCK_CELL))})
+    assert [(f["path"], f["code"]) for f in found] == [("good.ipynb", "PC101")]
 
 
 def test_a_fix_is_never_applied_to_a_notebook(tmp_path):

@@ -905,3 +905,99 @@ def today():
                  '    agent = create_react_agent("openai:gpt-4o", [], prompt=TEMPLATE.format(date=today()))\n'
                  '    return agent.invoke({"messages": [("user", question)]})\n')
     assert [d.code for d in lint_source(body)] == (["PC101"] if reported else [])
+
+
+# ------------------------------------------------------------------ values kept per session key
+SESSIONS = '''from datetime import datetime
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables.history import RunnableWithMessageHistory
+
+
+class Bot:
+    def __init__(self, llm):
+        prompt = ChatPromptTemplate.from_messages([
+            ("system", "You help. It is {now}."),
+            ("placeholder", "{chat_history}"),
+            ("human", "{input}"),
+        ])
+        self.chain = prompt | llm
+        self.sessions = {}
+
+    def reply(self, text, session_id):
+        if session_id not in self.sessions:
+            self.sessions[session_id] = {"chain": RunnableWithMessageHistory(self.chain, self.history_for)}
+        chain = self.sessions[session_id]["chain"]
+        return chain.invoke({"input": text, "now": NOW})
+'''
+
+
+@pytest.mark.parametrize("now, expected", [("datetime.now().isoformat()", ["PC101"]), ('"today"', [])])
+def test_what_is_stored_under_a_session_key_is_what_a_read_under_that_key_gets(now, expected):
+    # The chain kept per conversation (`self.sessions[session_id]`) is the template's chain: the
+    # clock filled in at each turn reaches its system message.
+    assert codes(SESSIONS.replace("NOW", now)) == expected
+
+
+def test_gather_of_a_list_of_tasks_gives_each_result_its_own_task():
+    source = '''import asyncio
+from datetime import datetime
+import anthropic
+
+client = anthropic.AsyncAnthropic()
+
+
+async def stamped(text):
+    return f"{text} (sent {datetime.now()})"
+
+
+async def recall(text):
+    return await client.beta.memory.search(text)
+
+
+async def turn(text, history):
+    tasks = [recall(text), stamped(text)]
+    memories, stamped_text = await asyncio.gather(*tasks)
+    return await client.messages.create(model="m", max_tokens=9, system=f"Known: {memories}",
+                                        messages=[*history, {"role": "user", "content": stamped_text}])
+'''
+    # The memories reach the system prompt; the stamped text only the newest user message.
+    assert codes(source) == ["PC401"]
+
+
+def test_files_in_a_memory_folder_read_through_the_project_helpers_are_per_turn(tmp_path):
+    (tmp_path / "fs.py").write_text('''from pathlib import Path
+
+
+class Files:
+    def __init__(self, root="storage"):
+        self.root = Path(root)
+
+    def read(self, path):
+        target = self.root / path.strip("/")
+        if not target.exists():
+            return f"{path} not found"
+        return target.read_text(encoding="utf-8")
+
+    def names(self, path):
+        return [p.name for p in (self.root / path.strip("/")).iterdir()]
+''')
+    (tmp_path / "agent.py").write_text('''from pydantic_ai import Agent
+from fs import Files
+
+agent = Agent("openai:gpt-4o")
+files = Files()
+
+
+@agent.instructions
+def memory_files() -> str:
+    return "\\n".join(files.read(f"/memory/{name}") for name in sorted(files.names("/memory")))
+
+
+@agent.instructions
+def readme() -> str:
+    return files.read("docs/README.md")
+''')
+    report = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1)
+    found = [(os.path.basename(d.path), d.line, d.code) for d in report.diagnostics]
+    assert found == [("agent.py", 10, "PC401")]
+    assert "/memory/" in report.diagnostics[0].trace[0].note

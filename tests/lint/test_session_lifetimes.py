@@ -202,10 +202,12 @@ class Agent:
     assert bool(found) is reported
 
 
-@pytest.mark.parametrize(("name", "reported"), [("run_bot", False), ("bot", False), ("on_message", True)])
+@pytest.mark.parametrize(("name", "reported"), [("run_bot", False), ("bot", False), ("entrypoint", False),
+                                               ("on_message", True)])
 def test_pipecats_session_entry_builds_its_context_once(name, reported):
     """Pipecat's runner calls `bot()` once per session; its examples build the system message
-    with the date in `run_bot` and hand it to the context the whole call uses."""
+    with the date in `run_bot` and hand it to the context the whole call uses. A LiveKit worker
+    runs `entrypoint` once per job (a room's session)."""
     text = f'''import datetime
 from openai import OpenAI
 
@@ -418,3 +420,76 @@ def test_a_method_with_a_common_name_is_looked_up_as_an_attribute(tmp_path, cach
         (tmp_path / name).write_text(text)
     report = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1)
     assert [d.code for d in report.diagnostics] == codes
+
+
+# A system message put at the head of the conversation a caller passed in, only while it has
+# none: the caller sends the same list back next turn, so it is made once per conversation.
+GIVEN = '''from datetime import datetime
+from litellm import completion
+
+
+def house_rules():
+    return f"You help. It is {datetime.now()}."
+
+
+def converse(messages, model):
+    if {TEST}:
+        {HEAD}
+    reply = completion(model=model, messages=messages)
+    messages.append({"role": "assistant", "content": reply.choices[0].message.content})
+    return messages
+'''
+
+
+@pytest.mark.parametrize("test, head", [
+    ('not any(m["role"] == "system" for m in messages)', 'messages.insert(0, {"role": "system", "content": house_rules()})'),
+    ('not messages', 'messages = [{"role": "system", "content": house_rules()}]'),
+    ('messages is None or len(messages) == 0', 'messages = [{"role": "system", "content": house_rules()}]'),
+    ('messages[0]["role"] != "system"', 'messages.insert(0, {"role": "system", "content": house_rules()})'),
+])
+def test_a_system_message_added_only_while_the_given_conversation_has_none_is_made_once(test, head):
+    assert lint_source(GIVEN.replace("{TEST}", test).replace("{HEAD}", head), "converse.py") == []
+
+
+def test_a_system_message_put_at_the_head_on_every_call_is_still_per_turn():
+    text = GIVEN.replace("    if {TEST}:\n        {HEAD}\n",
+                         '    messages = [{"role": "system", "content": house_rules()}, *messages]\n')
+    assert [d.code for d in lint_source(text, "converse.py")] == ["PC101"]
+    # (a test of another list, or of a value that is not the conversation, is no such guard)
+    text = GIVEN.replace("{TEST}", "model").replace("{HEAD}", 'messages.insert(0, {"role": "system", "content": house_rules()})')
+    assert [d.code for d in lint_source(text, "converse.py")] == ["PC101"]
+
+
+SPOOL = '''from datetime import datetime
+from litellm import completion
+
+
+def spool(context, model):
+    system = f"You help. It is {datetime.now()}."
+    if len(context) > 0:
+        if context[0]["role"] != "system":
+            context.insert(0, {"role": "system", "content": system})
+    else:
+        context.append({"role": "system", "content": system})
+    while True:
+        text = input("> ")
+        context.append({"role": "user", "content": text})
+        reply = completion(model=model, messages=context)
+        context.append({"role": "assistant", "content": reply.choices[0].message.content})
+'''
+
+
+def test_a_system_message_placed_before_the_loop_that_holds_the_conversation_is_made_once():
+    assert lint_source(SPOOL, "spool.py") == []
+    # Made in that loop, it is made each turn.
+    inside = SPOOL.replace('        text = input("> ")\n', '        text = input("> ")\n'
+                           '        context.insert(0, {"role": "system", "content": f"It is {datetime.now()}."})\n')
+    assert [d.code for d in lint_source(inside, "spool.py")] == ["PC101"]
+    # Without that loop (and without a test that the list has one), each call of the function is a
+    # turn: its system message is made per turn.
+    start = SPOOL.index("    if len(context)")
+    once = SPOOL[:start] + '''    context.insert(0, {"role": "system", "content": system})
+    reply = completion(model=model, messages=context)
+    return reply.choices[0].message.content
+'''
+    assert [d.code for d in lint_source(once, "spool.py")] == ["PC101"]

@@ -48,6 +48,12 @@ _PATH_KEYWORD = re.compile(r"^(\w+_)?(file|path|dir|folder|filename|filepath|dir
 _LIMIT_KEYWORD = re.compile(r"^(timeout|deadline|ttl|expires?|expiry|max_wait|wait|delay|interval)(_\w+)?$|^\w+_(timeout|deadline)$")
 
 
+#: A time cut-off of a query (Google Calendar's ``events().list(timeMin=now)``, ``since=``,
+#: ``start_date=``): the clock selects what is fetched; what comes back is not made of it.
+_CUTOFF_KEYWORD = re.compile(r"^(time_?(min|max)|since|until|after|before|oldest|latest|updated_?min|"
+                             r"(start|end|from|to|min|max)_?(time|date|datetime|ts)|\w+_(after|before|since|until))$", re.IGNORECASE)
+
+
 def passed(keyword: str, val: Val, callee: str, renders: bool) -> tuple[Taint, ...]:
     """The taints an argument passes into the result of a call the analysis cannot see into."""
     if renders:
@@ -57,6 +63,8 @@ def passed(keyword: str, val: Val, callee: str, renders: bool) -> tuple[Taint, .
         return ()
     if _SELECTOR_KEYWORD.match(keyword):
         return tuple(t for t in val.taints if t.label != "unordered")
+    if _CUTOFF_KEYWORD.match(keyword):
+        return tuple(t for t in val.taints if t.code != "PC101")
     if _PATH_KEYWORD.match(keyword):
         return tuple(t for t in val.taints if not t.code.startswith(LOCATORS))
     return val.taints
@@ -97,6 +105,18 @@ def sql_query(method: str | None, args: list[Val]) -> bool:
     (``WHERE embedding MATCH ?`` with the message's embedding) are this turn's matches (``MATCHED``)."""
     return method in ("execute", "executemany") and bool(args) and isinstance(args[0].const, str) and bool(
         _QUERY.match(args[0].const))
+
+
+_TABLES = re.compile(r"\b(?:FROM|JOIN)\s+[\"'`\[]?(\w+)", re.IGNORECASE)
+
+
+def table_read(m, node: ast.Call, query: str) -> tuple[Taint, ...]:
+    """Rows a query reads from a table that holds what earlier turns wrote (``SELECT summary FROM
+    long_term_memory WHERE ...``: the ``tables`` of the catalog's sources)."""
+    for table in _TABLES.findall(query):
+        for spec in m.catalog.source_tables.match(table.lower()):
+            return (Taint(spec.code, spec.label, (m.step(node, f"{spec.note}: rows of `{table}`"),)),)
+    return ()
 
 
 def bind(signature: ast.arguments, params: list[str], offset: int, args: list[Val], kwargs: dict[str, Val]) -> dict[int, Val]:

@@ -6,11 +6,12 @@ import ast
 import re
 
 from promptlint.lint.analysis import arguments, loops
-from promptlint.lint.analysis.values import (EMPTY, LOCATED, LOCATORS, MATCHED, RUN_STATE, appended, certain, chosen, clip, ClassInfo, FunctionRef, Taint, Val, default_used, fixed, passes_mark,
+from promptlint.lint.analysis.values import (ANY_KEY, EMPTY, LOCATED, LOCATORS, MATCHED, RUN_STATE, appended, certain, chosen, clip, ClassInfo, FunctionRef, Taint, Val, default_used, fixed, passes_mark,
                                              frozen_ok, join, merge, narrowed, param_names, parameters, read_at, user_words)
 from promptlint.lint.analysis.rendered import rendered_callables, stuffed, substitute
 from promptlint.lint.analysis.sinks import (REQUEST_METHODS, asked_with_conversation, asks_model, before_history, entry_node,
                                             is_system_message, other_role, posts_request, role_of, system_list, system_side, system_text)
+from promptlint.lint.analysis.structure import RUNNABLE_KEEPERS, structured
 from promptlint.lint.diagnostic import Fix
 from promptlint.lint.guards import COUNTING_CALLS, callee_name, list_name, receiver_name
 
@@ -33,21 +34,9 @@ _TRANSLATIONS = re.compile(r"(?i)(?:^|_)(?:i18n|l10n|translations?|locales?|loca
 #: Methods that store a message in a conversation's history or memory, after what is there.
 _HISTORY_STORES = {"add_message", "add_messages", "append_message", "add_to_history", "add_to_memory", "remember"}
 _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
-#: Calls that return their argument's structure: a copy or a read-only view of a list or dict.
-_SAME_STRUCTURE = frozenset({"builtins.dict", "builtins.list", "builtins.tuple", "collections.deque", "types.MappingProxyType", "copy.copy",
-                             "copy.deepcopy"})
-#: A runnable wrapped or configured (`RunnableWithMessageHistory(prompt | llm, ...)`,
-#: `chain.with_config(...)`): its `.invoke({...})` still fills the prompt the chain starts with.
-_RUNNABLE_WRAPPERS = {"RunnableWithMessageHistory", "RunnableWithFallbacks", "RunnableRetry"}
-_RUNNABLE_KEEPERS = {"with_config", "with_retry", "with_fallbacks", "bind", "with_listeners", "with_types"}
 #: Classes of a system message, whatever library they come from.
 _SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "SystemPrompt", "SystemChatMessage",
                    "SystemMessagePromptTemplate"}
-
-
-def _zone_only(fmt) -> bool:
-    """A strftime format that prints only the time zone (``"%Z"``, ``"%z"``): constant per host."""
-    return isinstance(fmt, str) and "%" in fmt and "%" not in re.sub(r"%[Zz%]", "", fmt)
 
 
 #: Methods every dict, list or str has: `config.get("action")` on an unknown receiver is far more
@@ -122,19 +111,8 @@ class Calls:
         finally:
             self.sending -= sends
             self.calling -= 1
-        if origin == "builtins.dict" and not args:
-            return Val(merge(*(v.taints for v in kwargs.values())), keys=dict(kwargs), node=node)
-        if origin in _SAME_STRUCTURE and len(args) == 1 and not kwargs:  # `MappingProxyType(registry)`: a view of it
-            a = args[0]
-            return Val(a.taints, items=a.items, keys=a.keys, node=node, template=a.template, sink_layer=a.sink_layer)
-        if callee in _RUNNABLE_WRAPPERS and (runnable := args[0] if args else kwargs.get("runnable")) is not None:
-            return Val(runnable.taints, node=node, template=runnable.template, sink_layer=runnable.sink_layer)
-        if origin == "asyncio.gather":  # `a, b = await gather(f(), g())`: each result keeps its own taints
-            return Val(merge(*(a.taints for a in args)), items=list(args), node=node)
-        if callee == "strftime" and args and _zone_only(args[-1].const):
-            # `strftime("%Z")` names the host's time zone: it reads no clock that changes per request.
-            recv = func.taints if origin is None or "()" in origin else ()
-            return Val(tuple(t for t in recv if t.code != "PC101"), node=node)
+        if (made := structured(node, origin, callee, func, args, kwargs)) is not None:
+            return made
         # 1. sources
         if origin:
             for spec in self.m.catalog.source_calls.match(origin):
@@ -242,7 +220,7 @@ class Calls:
             self.check_content_write(node.func.value, Val(merge(*(a.taints for a in args))))
             self._mutate(node, recv_val, method, args, kwargs)
             return Val(node=node)
-        if method in _RUNNABLE_KEEPERS and recv_val.template is not None:
+        if method in RUNNABLE_KEEPERS and recv_val.template is not None:
             return Val(recv_val.taints, node=node, template=recv_val.template, sink_layer=recv_val.sink_layer)
         if method in _TEMPLATE_METHODS and recv_val.template is not None:
             return substitute(self, node, recv_val, args, kwargs)
@@ -254,13 +232,19 @@ class Calls:
                 return field_source
         if method in ("get", "pop", "setdefault") and recv_val.keys is not None and args and args[0].const in recv_val.keys:
             return recv_val.keys[args[0].const]
+        recv_taints = recv_val.taints
         if method in ("get", "pop") and args and not splat:  # `cache.get(key, default)`: the key only selects
             arg_taints = merge(*(a.taints for a in args[1:]), *(v.taints for v in kwargs.values()))
+            if isinstance(args[0].const, str):  # `event.get("persona")` of a parameter: the caller's field there
+                recv_taints = read_at(recv_taints, (args[0].const,))
         elif arguments.sql_query(method, args):  # `conn.execute("SELECT ... WHERE expires_at > ?", (now,))`: they select
             # the rows (a clock is a cut-off, an id a key); rows matched to this turn's words are this turn's matches.
             arg_taints = merge(args[0].taints, tuple(t._replace(code=MATCHED) if t.param >= 0 else t for a in args[1:]
                                                       for t in a.taints if t.code in ("", "PC401")))
-        taints = merge(recv_val.taints, arg_taints)
+            if read := arguments.table_read(self.m, node, args[0].const):  # (the cursor holds the rows: `cur.fetchone()`)
+                arg_taints = merge(arg_taints, read)
+                self._update_container(node.func.value, recv_val.with_taints(merge(recv_val.taints, read)))
+        taints = merge(recv_taints, arg_taints)
         # Template text travels through reads, loads and string methods (``yaml.safe_load(path.read_text())``).
         # (A regular expression is no template: `re.sub(r"\{x\}", fill, text)` edits `text`.)
         texts = args[1:] if origin in _REGEX_CALLS else args
@@ -328,7 +312,8 @@ class Calls:
         helper it calls), on that loop's next pass (a plan put into the next step's system
         prompt); what the loop returns or leaves behind goes out once (loops.py). Kept on an
         object or handed to one-off requests, it is reported nowhere. A token count is no reply."""
-        if callee == "count_tokens" or not asked_with_conversation(kwargs, vals):
+        named = any(isinstance(a, ast.Name) and self.m.catalog.source_newest_of.match(a.id) for a in node.args)
+        if callee == "count_tokens" or not (asked_with_conversation(kwargs, vals) or named):  # (`client.chat(messages)`)
             return ()
         return self._received((Taint(loops.CODE, "volatile", (self.m.step(
             node, f"the model's reply: `{self.m.snippet(node, 40)}`"),), reply=True),))
@@ -471,7 +456,10 @@ class Calls:
                     if t is not None:  # (the call is a step of its trace: two calls of one helper are two flows)
                         out.append(t.then(call_step))
                     continue
-                arg, rest = narrowed(actual[t.param], t.index) if t.param in actual else (None, ())
+                given = actual.get(t.param)
+                if t.role_only and t.index[:1] == (ANY_KEY,) and given is not None and (side := system_side(given.items)):
+                    given = Val(side.taints, items=[side])  # (the elements a role test picks, then their field)
+                arg, rest = narrowed(given, t.index) if given is not None else (None, ())
                 if t.role_only and arg is not None:  # the system messages of a known message list
                     arg = system_side(arg.items) or arg
                 by_choice = chosen(t)  # text picked by a test on the parameter: by the caller's words only
@@ -481,6 +469,8 @@ class Calls:
                         continue
                     if t.code in (LOCATED, MATCHED) and at.param >= 0:
                         at = at._replace(code=t.code)
+                    elif t.code == LOCATED and at.unread:  # `read_file("/memory/notes.md")`: the callee reads it
+                        at = at._replace(unread=False)
                     if t.dumped and at.param < 0 and at.label == "unordered":
                         at = at._replace(code="PC502", fix=t.fix)
                     elif t.dumped:
@@ -574,10 +564,13 @@ class Calls:
         # Only an object this function built itself (`builder = PromptBuilder()`): what a
         # parameter or `self` holds is shared with other callers, and class-wide attributes
         # would merge unrelated instances.
+        # But the model's reply a method hands its own setter (`self._apply_plan(parse(reply))`) is
+        # kept as it would be by `self.plan = ...` there: on the next call, it is last turn's reply.
         receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
-        if not (isinstance(receiver, ast.Name) and receiver.id not in self.params
-                and self.env.get(receiver.id) is not None
-                and self.env[receiver.id].origin == f"@{ref.cls.qualname}()"):
+        own = isinstance(receiver, ast.Name) and receiver.id == "self" and ref.cls is self.cls
+        if not own and not (isinstance(receiver, ast.Name) and receiver.id not in self.params
+                            and self.env.get(receiver.id) is not None
+                            and self.env[receiver.id].origin == f"@{ref.cls.qualname}()"):
             return
         params = param_names(ref.node)
         changed = False
@@ -586,7 +579,10 @@ class Calls:
             if arg is None:
                 continue
             step = self.m.step(node, f"kept in `self.{attr}` by {ref.node.name}()")
-            kept = tuple(t.then(step) for t in arg.taints if t.param < 0 and (not self.frozen or frozen_ok(t)))
+            kept = tuple(t.then(step) for t in arg.taints if t.param < 0 and (not self.frozen or frozen_ok(t))
+                         and (t.reply or not own))
+            for t in kept if own else ():
+                self.kept_replies.setdefault(loops.origin(t), node.lineno)
             if not kept:
                 continue
             old = ref.cls.attrs.get(attr)

@@ -7,9 +7,9 @@ import builtins
 import re
 
 from promptlint.lint.analysis import loops
-from promptlint.lint.analysis.values import (EMPTY, HISTORY, NEWEST, RUN_STATE, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join,
-                                             as_fallback, holds_template, key_of, merge, narrowed, read_at, system_only)
-from promptlint.lint.analysis.rendered import JINJA_CODES, JINJA_VOLATILE
+from promptlint.lint.analysis.values import (ANY_KEY, EMPTY, HISTORY, NEWEST, RUN_STATE, ClassInfo, FunctionRef, Taint, Val, frozen_ok, join,
+                                             as_fallback, common_fields, holds_template, key_of, merge, narrowed, read_at, system_only)
+from promptlint.lint.analysis.rendered import jinja_taints
 from promptlint.lint.analysis.sinks import last_system, role_of, system_side
 from promptlint.lint.diagnostic import PARAMETER, Fix, TraceStep
 from promptlint.lint.lifetimes import graph_node
@@ -71,14 +71,12 @@ class Expressions:
         val = Val(const=node.value, node=node)
         if isinstance(node.value, str) and node.value:
             taints = []
-            if len(node.value) < 300:
-                for spec in self.m.catalog.source_strings.match(node.value.rsplit("/", 1)[-1]):
-                    taints.append(Taint(spec.code, spec.label, (self.m.step(node, f"{spec.note}: reads `{node.value}`"),),
-                                        unread=True))
+            taints += self._file_name(node, node.value) if len(node.value) < 300 else []
             if "{{" in node.value or "{%" in node.value:
-                taints += self._jinja_taints(node.value, node.lineno, self.m.path, node)
+                taints += jinja_taints(node.value, node.lineno, self.m.path)
             if node.value.endswith(_FILE_TEMPLATE_SUFFIXES) and "\n" not in node.value and self.m.project is not None:
-                taints += self._template_file_taints(node, node.value)
+                found = self.m.project.template_text(self.m, node.value)
+                taints += jinja_taints(found[1], 1, found[0]) if found is not None else []
                 val.template = self.m.project.template_step(self.m, node.value)
             if "{" in node.value and val.template is None:
                 val.template = self.m.step(node, "template")
@@ -87,25 +85,13 @@ class Expressions:
             val.taints = merge(taints)
         return val
 
-    def _jinja_taints(self, text: str, first_line: int, path: str, node: ast.AST | None) -> list[Taint]:
-        taints = []
-        for match in JINJA_VOLATILE.finditer(text):
-            code = JINJA_CODES.get(match.group(2), "PC101")
-            at = match.start(2)  # the volatile call itself, inside a multi-line block too
-            line = first_line + text.count("\n", 0, at)
-            col = at - (text.rfind("\n", 0, at) + 1) + 1
-            shown = " ".join(match.group(0).split()).replace(": ", ":")  # one short line; ": " splits notes
-            shown = shown if len(shown) <= 60 else f"{match.group(1)} … {match.group(2)} … {match.group(3)}"
-            step = TraceStep(path, line, col, f"template expression `{shown}`")
-            taints.append(Taint(code, "volatile", (step,), report_at=step, per_render=True))
-        return taints
-
-    def _template_file_taints(self, node: ast.Constant, name: str) -> list[Taint]:
-        found = self.m.project.template_text(self.m, name)
-        if found is None:
-            return []
-        path, text = found
-        return self._jinja_taints(text, 1, path, None)
+    def _file_name(self, node: ast.AST, text: str, shown: str | None = None) -> list[Taint]:
+        """The name of a file the agent rewrites (``"MEMORY.md"``, ``f"{root}/memory/{name}"``):
+        its content, once read, is per turn. A pattern with a `/` is matched against a whole path."""
+        table = self.m.catalog.source_strings
+        specs = table.match(text.rsplit("/", 1)[-1]) or ("/" in text and table.match(text)) or ()
+        return [Taint(spec.code, spec.label, (self.m.step(node, f"{spec.note}: reads `{shown or text}`"),), unread=True)
+                for spec in specs]
 
     def eval_JoinedStr(self, node: ast.JoinedStr) -> Val:
         taints, kinds = [], set()
@@ -120,6 +106,9 @@ class Expressions:
                     kinds.update(self._history_parts(part.value))
                 if part.format_spec is not None:
                     taints.append(self.eval(part.format_spec).taints)
+            elif isinstance(part, ast.Constant) and isinstance(part.value, str) and part.value.strip() == part.value \
+                    and not any(c.isspace() for c in part.value) and len(part.value) < 100:
+                taints.append(self._file_name(node, part.value, self.m.snippet(node, 60)))  # (`f"{root}/MEMORY.md"`)
         if len(kinds) == 2:
             # `f"{m.source}: {m.content}"` over a conversation's messages: a transcript line.
             spec = self.m.catalog.source_newest_of.match("messages")
@@ -215,6 +204,8 @@ class Expressions:
                 inner = self._tail(node.value)
                 origin = f"?.{inner}.{node.attr}" if inner else f"?.{node.attr}"
         taints = base.taints
+        if node.attr == "tzinfo":  # `datetime.now().astimezone().tzinfo`: the host's zone, no time
+            taints = tuple(t for t in taints if t.code != "PC101")
         if node.attr not in _TURN_TEXT_ATTRS and any(_turn_param(t) for t in taints):
             # `user_input.language`, `.device_id`: facts of the conversation, not this turn's text.
             taints = tuple(t for t in taints if not _turn_param(t))
@@ -316,15 +307,23 @@ class Expressions:
         element is the one added last here, not the conversation's newest message."""
         return isinstance(node, ast.Name) and self.ref is not None and node.id in loops.bindings(self.ref.node).empty_lists
 
-    def element_of(self, iterable: ast.AST, element: Val) -> Val:
-        """An element of a list named for a conversation's history (`for m in messages`). A list
-        a loop grows has more elements on each pass; each element is what it was (loops.py)."""
+    def element_of(self, iterable: ast.AST, listed_val: Val) -> Val:
+        """An element of a list (its order's taints stay with the list): the fields its elements
+        share; of a parameter's list, each is one of the caller's elements (`for e in events:
+        e.get("persona")` reads that field of theirs, not all of each). An element of a list
+        named for a conversation's history (`for m in messages`) is a message of it. A list a
+        loop grows has more elements on each pass; each element is what it was (loops.py)."""
+        taints = tuple(t for t in listed_val.taints if t.label != "unordered")
         if self.passes:
-            element = element.keep(lambda t: not loops.mine(self.passes, t))
-        listed = list_name(windowed(iterable))
-        if element.items is None and element.keys is None and listed and self.m.catalog.source_newest_of.match(listed):
-            return Val(element.taints, origin=HISTORY, node=element.node)
-        return element
+            taints = tuple(t for t in taints if not loops.mine(self.passes, t))
+        if listed_val.items is None and listed_val.keys is None:
+            listed = list_name(windowed(iterable))
+            if listed and self.m.catalog.source_newest_of.match(listed):
+                return Val(taints, origin=HISTORY, node=listed_val.node)
+            if listed_val.origin is None:
+                taints = read_at(taints, (ANY_KEY,))
+            return Val(taints, node=listed_val.node)
+        return Val(taints, node=listed_val.node, keys=common_fields(listed_val.items))
 
     def _run_state_read(self, name: str, node: ast.AST, how: str = "run state read on each model call",
                         shown: str | None = None) -> Val:
@@ -366,6 +365,10 @@ class Expressions:
         if isinstance(key.const, (int, str)) and not isinstance(key.const, bool):
             # `prompt[0]` of a parameter: the caller's first item, when the caller's list is known.
             taints = read_at(taints, (key.const,))
+        if key_of(node.slice, key) is None and base.keys and ANY_KEY in base.keys:
+            held = base.keys[ANY_KEY]  # `self.sessions[session_id]`: what was stored under such a key
+            return Val(merge(held.taints, taints), held.origin, held.const, held.items, held.keys, held.func, node,
+                       held.template, held.sink_layer)
         # The key selects, it does not become the value: `cache[id(obj)]` is not an id.
         return Val(taints, node=node,
                    origin=f"{base.origin}[]" if base.origin else None, template=self._template_entry(base.template, key.const))
@@ -506,11 +509,15 @@ class Expressions:
             taints.append(kv.taints)
             if isinstance(key := key_of(k, kv), str):
                 keys[key] = val
+        val = Val(merge(*taints), keys=keys, node=node)
+        if self.ref is not None and id(node) in loops.bindings(self.ref.node).run_heads:
+            val = val.keep_deep(frozen_ok)  # made once, before the conversation's first turn
+            keys = val.keys
         if not self.defer_shapes:
             self.check_message_shape(keys, node)
         self.check_payload_shape(keys, node)
         self.check_tool_shape(keys, node)
-        return Val(merge(*taints), keys=keys, node=node)
+        return val
 
     def _comprehension(self, node, elements: list[ast.AST], unordered_result: bool) -> Val:
         saved = dict(self.env)
@@ -522,12 +529,12 @@ class Expressions:
                 carried.append(unordered)
             if self.passes:  # `[render(c) for c in calls]` over a list the loop grows grows too
                 carried.append(tuple(t for t in it.taints if loops.mine(self.passes, t)))
-            element = Val(tuple(t for t in it.taints if t.label != "unordered"))
+            element = self.element_of(gen.iter, it)
             if isinstance(gen.target, ast.Name) and any(picks_system(cond, gen.target.id) for cond in gen.ifs):
                 # `[m for m in messages if m["role"] == "system"]`: the system messages only
-                element = system_side(it.items) or element
-                element = element.with_taints(system_only(tuple(t for t in element.taints if t.label != "unordered")))
-            self.assign(gen.target, self.element_of(gen.iter, element), gen)
+                element = system_side(it.items) or Val(tuple(t for t in it.taints if t.label != "unordered"))
+                element = self.element_of(gen.iter, element.with_taints(system_only(element.taints)))
+            self.assign(gen.target, element, gen)
             for cond in gen.ifs:
                 self.eval(cond)
         vals = [self.eval(e) for e in elements]

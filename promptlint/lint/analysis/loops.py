@@ -308,6 +308,9 @@ class Bindings(NamedTuple):
     #: ids of message dicts bound once to a name that is only ever appended somewhere
     #: (``msg = {"role": "system", ...}; history.append(msg)``): where it lands is the append's
     appended_later: frozenset[int] = frozenset()
+    #: ids of system messages put into a list before the loop that holds this function's
+    #: conversation with its user: made once for it (``_heads_before_turns``)
+    run_heads: frozenset[int] = frozenset()
 
 
 def bindings(func: ast.AST) -> Bindings:
@@ -342,7 +345,8 @@ def bindings(func: ast.AST) -> Bindings:
         if isinstance(value, ast.Name):
             aliases[stmt.targets[0].id] = (value.id, stmt.lineno, attr)
     func._promptlint_bindings = found = Bindings(frozenset(stores), aliases, frozenset(empty), frozenset(attrs), tests,
-                                                 _lone_messages(func, stores), _appended_later(func, singles, stores))
+                                                 _lone_messages(func, stores), _appended_later(func, singles, stores),
+                                                 _heads_before_turns(func))
     return found
 
 
@@ -447,6 +451,44 @@ def _lone_messages(func: ast.AST, stores: Counter) -> frozenset[int]:
                     and any((i in passed or i in grown) and i in body and runs[name][1] not in body
                             for i in ids for body in loop_bodies))
     return frozenset(lone | _tail_messages(func, stores))
+
+
+
+def _heads_before_turns(func: ast.AST) -> frozenset[int]:
+    """``messages = [{"role": "system", ...}]`` (or ``.insert(0, ...)``, ``.append(...)``) outside
+    any loop, then ``while True: text = input(); messages.append(...)``: the system message heads
+    the conversation this function holds with its user, made once before its first turn."""
+    loops = [n for n in descendants(func) if isinstance(n, _LOOPS)]
+    turns = [n for n in loops if converses(n.body)]
+    if not turns:
+        return frozenset()
+    in_loops = {id(sub) for n in loops for sub in descendants(n)}
+    heads: dict[str, list[ast.AST]] = {}
+    for n in descendants(func):
+        if id(n) in in_loops:
+            continue
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+                and isinstance(n.value, ast.List):
+            heads.setdefault(n.targets[0].id, []).extend(e for e in n.value.elts if _system_display(e))
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("append", "insert") \
+                and isinstance(n.func.value, ast.Name) and n.args and _system_display(n.args[-1]):
+            heads.setdefault(n.func.value.id, []).append(n.args[-1])
+    found = set()
+    for name, messages in heads.items():
+        for turn in turns:
+            grown = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("append", "extend")
+                        and isinstance(n.func.value, ast.Name) and n.func.value.id == name for n in descendants(turn))
+            # (bound there again to a list made afresh, it starts over; to what a helper handed
+            # back, `context = converse(context)`, it goes on)
+            afresh = any(isinstance(n, ast.Assign) and isinstance(n.value, (ast.List, ast.ListComp)) and any(
+                isinstance(t, ast.Name) and t.id == name for t in n.targets) for n in descendants(turn))
+            if grown and not afresh:
+                found.update(id(m) for m in messages if m.lineno < turn.lineno)
+    return frozenset(found)
+
+
+def _system_display(e: ast.AST) -> bool:
+    return written_role(e) == "system" or _system_message(e)
 
 
 def _tail_messages(func: ast.AST, stores: Counter) -> set[int]:

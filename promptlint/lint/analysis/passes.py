@@ -9,7 +9,7 @@ import ast
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.sinks import REQUEST_METHODS, system_side
 from promptlint.lint.analysis.statements import joined
-from promptlint.lint.analysis.values import NEWEST, Taint, Val, common_fields
+from promptlint.lint.analysis.values import NEWEST, Taint, Val
 
 
 class Passes:
@@ -17,8 +17,7 @@ class Passes:
 
     def _loop(self, iter_val: Val, target, body, orelse, node) -> None:
         unordered = tuple(t for t in iter_val.taints if t.label == "unordered")
-        element = iter_val.with_taints(tuple(t for t in iter_val.taints if t.label != "unordered"))
-        element = self.element_of(node.iter, Val(element.taints, node=element.node, keys=common_fields(iter_val.items)))
+        element = self.element_of(node.iter, iter_val)
         if _newest_first(node, self.m.catalog.source_newest_of):
             element = Val(element.taints, origin=NEWEST, node=element.node)
         before, depth = self._enter_body()

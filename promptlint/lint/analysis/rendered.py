@@ -41,6 +41,22 @@ JINJA_CODES = {
 }
 
 
+def jinja_taints(text: str, first_line: int, path: str) -> list[Taint]:
+    """The clocks, ids and host facts a template's text evaluates each time it is rendered, each
+    where it is written (a template string starting at ``first_line`` of ``path``, or a file)."""
+    taints = []
+    for match in JINJA_VOLATILE.finditer(text):
+        code = JINJA_CODES.get(match.group(2), "PC101")
+        at = match.start(2)  # the volatile call itself, inside a multi-line block too
+        line = first_line + text.count("\n", 0, at)
+        col = at - (text.rfind("\n", 0, at) + 1) + 1
+        shown = " ".join(match.group(0).split()).replace(": ", ":")  # one short line; ": " splits notes
+        shown = shown if len(shown) <= 60 else f"{match.group(1)} … {match.group(2)} … {match.group(3)}"
+        step = TraceStep(path, line, col, f"template expression `{shown}`")
+        taints.append(Taint(code, "volatile", (step,), report_at=step, per_render=True))
+    return taints
+
+
 def rendered_callables(fa, node: ast.Call, args: list[Val], kwargs: dict[str, Val]) -> list[tuple[int | str, tuple[Taint, ...]]]:
     """(where, taints): the volatile results of the functions ``node`` gives a template for its
     placeholders, by the argument that holds each (a keyword's name, or a position)."""

@@ -7,11 +7,11 @@ import re
 
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.sinks import is_system_message, other_role
-from promptlint.lint.analysis.values import (RUN_STATE, Summary, Taint, Val, frozen_ok, as_fallback, chosen,
+from promptlint.lint.analysis.values import (ANY_KEY, RUN_STATE, Summary, Taint, Val, frozen_ok, as_fallback, chosen,
                                              join, key_of, merge, parameters, system_only, user_words)
 from promptlint.lint.diagnostic import CHOOSES, PARAMETER
 from promptlint.lint.guards import (COUNTING_CALLS, accumulates, callee_name, descendants, ends_pass, first_of_loop, first_pass,
-                                    list_name, picks_system, returns_when_set, role_names, role_test, selects, unset_test)
+                                    heads_given_conversation, list_name, picks_system, returns_when_set, role_names, role_test, selects, unset_test)
 from promptlint.lint.run_state import state_key, state_receiver
 
 def _content_of(target: ast.AST) -> ast.AST | None:
@@ -265,7 +265,8 @@ class Statements:
                 self.env[name] = self.env[name].with_taints(system_only(self.env[name].taints))
         lazy = unset_test(node.test)
         self.lazy.append(lazy)
-        first = first_pass(node) or int(first_of_loop(node, self.passes[-1].node if self.passes else None))
+        first = first_pass(node) or int(first_of_loop(node, self.passes[-1].node if self.passes else None)
+                                        or heads_given_conversation(node, self.params))
         self.first_pass += first
         self.system_picks.append({name for name, _ in picked})
         try:
@@ -477,9 +478,9 @@ class Statements:
             self._note_state_write(target, key.const, val)
             taints = merge(container.taints, val.taints, *self.loop_unordered)
             keys = container.keys
-            if keys is not None and isinstance(name := key_of(target.slice, key), str):
-                keys = dict(keys)
-                keys[name] = val
+            name = key_of(target.slice, key)
+            if keys is not None and (isinstance(name, str) or name is None):
+                keys = {**keys, name: val} if name is not None else {**keys, ANY_KEY: join(keys.get(ANY_KEY), val)}
             self._update_container(target.value, Val(taints, origin=container.origin, items=container.items, keys=keys, node=container.node))
         elif isinstance(target, ast.Starred):
             self.assign(target.value, val, stmt, weak)

@@ -9,6 +9,7 @@ the function it names). A ``Taint`` is Semgrep-style: a rule code, a label (``vo
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -21,6 +22,9 @@ HISTORY = "~history"
 #: An element of a conversation searched from its newest end (`for m in reversed(messages): ...
 #: return m["content"]`): its text is this turn's.
 NEWEST = "~history:newest"
+#: The field of a mapping filled under a key computed at run time (`self.sessions[session_id] = chain`):
+#: what a read under such a key (`self.sessions[session_id]`) gets back.
+ANY_KEY = "[]"
 MAX_TAINTS = 16
 MAX_STEPS = 14
 
@@ -49,7 +53,7 @@ class Taint(NamedTuple):
     def key(self) -> tuple:
         first = self.steps[0] if self.steps else None
         return (self.code, self.label, self.param, self.dumped, first and (first.path, first.line, first.column), self.needs,
-                self.index, self.fallback)
+                self.index, self.fallback, self.unread)
 
     def then(self, step: TraceStep) -> "Taint":
         if len(self.steps) >= MAX_STEPS or (self.steps and self.steps[-1] == step):
@@ -266,6 +270,8 @@ def narrowed(val: Val, index: tuple) -> tuple[Val, tuple]:
     for i, k in enumerate(index):
         if isinstance(k, int) and val.items is not None and -len(val.items) <= k < len(val.items):
             val = val.items[k]
+        elif k == ANY_KEY and val.items:  # any element (`for e in events`): what each may be
+            val = functools.reduce(join, val.items)
         elif isinstance(k, str) and val.keys is not None and k in val.keys:
             val = val.keys[k]
         else:
