@@ -84,7 +84,7 @@ class Project:
         head = rel.split(os.sep, 1)[0]
         return head in ("", ".", "..") or head in self._names_in(directory)
 
-    def _find_module_file(self, name: str) -> str | None:
+    def module_file(self, name: str) -> str | None:
         if name in self._by_name:
             return self._by_name[name]
         rel = name.replace(".", os.sep)
@@ -110,8 +110,8 @@ class Project:
         ``nova`` has no ``hooks``). A package deeper in the tree may be imported under another
         name (`adapters/discord/`, while `import discord` is the installed library)."""
         head, _, rest = name.partition(".")
-        top = self._find_module_file(head)
-        if not rest or top is None or not top.endswith("__init__.py") or self._find_module_file(name) is not None:
+        top = self.module_file(head)
+        if not rest or top is None or not top.endswith("__init__.py") or self.module_file(name) is not None:
             return False
         folder = os.path.dirname(top)
         if self.base is None or os.path.dirname(folder) not in (self.base, os.path.join(self.base, "src")):
@@ -175,7 +175,7 @@ class Project:
             return None
         parts = qualname.split(".")
         for cut in range(len(parts) - 1, 0, -1):
-            path = self._find_module_file(".".join(parts[:cut]))
+            path = self.module_file(".".join(parts[:cut]))
             if path is None:
                 continue
             module = self.analysis(path)
@@ -281,7 +281,7 @@ class Project:
         if depth > 4 or "." not in qualname or qualname.startswith("builtins."):
             return None
         module_name, _, name = qualname.rpartition(".")
-        path = self._find_module_file(module_name)
+        path = self.module_file(module_name)
         if path is None:
             return None
         module = self.analysis(path)

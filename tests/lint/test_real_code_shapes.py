@@ -1001,3 +1001,19 @@ def readme() -> str:
     found = [(os.path.basename(d.path), d.line, d.code) for d in report.diagnostics]
     assert found == [("agent.py", 10, "PC401")]
     assert "/memory/" in report.diagnostics[0].trace[0].note
+
+
+def test_names_a_star_import_of_a_project_module_brings_are_what_that_module_imports(tmp_path):
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "__init__.py").write_text("")
+    (tmp_path / "utils" / "imports.py").write_text("import os\nfrom datetime import datetime\nfrom utils.text import *\n")
+    (tmp_path / "utils" / "text.py").write_text("import uuid\n\n\ndef stamp():\n    return str(uuid.uuid4())\n")
+    (tmp_path / "prompt.py").write_text('''from utils.imports import *
+from langchain_core.messages import SystemMessage
+
+
+def system_prompt(history):
+    return [SystemMessage(f"Now is {datetime.now()}. Run {stamp()}."), *history]
+''')
+    report = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1)
+    assert sorted(d.code for d in report.diagnostics) == ["PC101", "PC201"]

@@ -71,6 +71,7 @@ class ModuleAnalysis:
     def _collect_names(self) -> None:
         # Imports are statements: walk statement bodies only, never expressions (much cheaper).
         stack = list(self.tree.body)
+        stars: list[str] = []
         while stack:
             node = stack.pop()
             if not isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -91,12 +92,29 @@ class ModuleAnalysis:
                 base = self._resolve_relative(node.module or "", node.level)
                 for alias in node.names:
                     if alias.name == "*":
+                        stars.append(base)
                         continue
                     self.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
                 if base:
                     self.imported_roots.add(base)
         for node in self.tree.body:
             self._declare(node, self.module_name)
+        for base in stars:
+            self._import_star(base)
+
+    def _import_star(self, base: str) -> None:
+        """``from utils.imports import *`` of a project module: the names it imports and defines
+        (``datetime`` there is ``datetime.datetime`` here). A name this module binds itself wins."""
+        path = self.project.module_file(base) if self.project is not None and base else None
+        other = self.project.analysis(path) if path is not None else None
+        if other is None:
+            return
+        self.deps.add(other.path)  # (its imports are this module's names: a change there changes this)
+        for name, qualname in other.imports.items():
+            self.imports.setdefault(name, qualname)
+        for name in [*other.functions, *other.classes]:
+            if name not in self.functions and name not in self.classes:
+                self.imports.setdefault(name, f"{base}.{name}")
 
     def _declare(self, node: ast.stmt, prefix: str) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
