@@ -309,13 +309,10 @@ class Expressions:
 
     def element_of(self, iterable: ast.AST, listed_val: Val) -> Val:
         """An element of a list (its order's taints stay with the list): the fields its elements
-        share; of a parameter's list, each is one of the caller's elements (`for e in events:
-        e.get("persona")` reads that field of theirs, not all of each). An element of a list
-        named for a conversation's history (`for m in messages`) is a message of it. A list a
-        loop grows has more elements on each pass; each element is what it was (loops.py)."""
-        taints = tuple(t for t in listed_val.taints if t.label != "unordered")
-        if self.passes:
-            taints = tuple(t for t in taints if not loops.mine(self.passes, t))
+        share; of a parameter's list, one of the caller's (`for e in events: e.get("persona")` reads
+        that field of theirs). Of a list named for a conversation's history (`for m in messages`),
+        a message of it. A list a loop grows has more elements on each pass; each is what it was."""
+        taints = self.this_pass(listed_val.with_taints(tuple(t for t in listed_val.taints if t.label != "unordered"))).taints
         if listed_val.items is None and listed_val.keys is None:
             listed = list_name(windowed(iterable))
             if listed and self.m.catalog.source_newest_of.match(listed):
@@ -324,6 +321,10 @@ class Expressions:
                 taints = read_at(taints, (ANY_KEY,))
             return Val(taints, node=listed_val.node)
         return Val(taints, node=listed_val.node, keys=common_fields(listed_val.items))
+
+    def this_pass(self, val: Val) -> Val:
+        """``val`` without what the enclosing loops grow on each pass (loops.py)."""
+        return val.keep(lambda t: not loops.mine(self.passes, t)) if self.passes else val
 
     def _run_state_read(self, name: str, node: ast.AST, how: str = "run state read on each model call",
                         shown: str | None = None) -> Val:
@@ -532,8 +533,9 @@ class Expressions:
             element = self.element_of(gen.iter, it)
             if isinstance(gen.target, ast.Name) and any(picks_system(cond, gen.target.id) for cond in gen.ifs):
                 # `[m for m in messages if m["role"] == "system"]`: the system messages only
-                element = system_side(it.items) or Val(tuple(t for t in it.taints if t.label != "unordered"))
-                element = self.element_of(gen.iter, element.with_taints(system_only(element.taints)))
+                side = system_side(it.items)
+                element = (self.this_pass(side.with_taints(system_only(side.taints))) if side is not None
+                           else self.element_of(gen.iter, Val(system_only(it.taints))))
             self.assign(gen.target, element, gen)
             for cond in gen.ifs:
                 self.eval(cond)

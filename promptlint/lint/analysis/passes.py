@@ -25,7 +25,7 @@ class Passes:
         self.passes.append(loops.enter(node, body, self.env, REQUEST_METHODS))
         picked = system_side(iter_val.items) if isinstance(target, ast.Name) else None
         if picked is not None:
-            self.role_elements.append((target, self.element_of(node.iter, picked), node))
+            self.role_elements.append((target, self.this_pass(picked), node))
         if isinstance(target, ast.Name):
             self.loop_targets.append((target.id, node))
         for _ in range(self.passes[-1].runs):  # (twice: values assigned late in the body flow to its start)
