@@ -147,8 +147,13 @@ def heads_given_conversation(node: ast.If, params: list[str]) -> bool:
     a caller passed in, only while it has none. The caller sends the same list back on the next
     turn, system message included: what the branch builds is made once per conversation."""
     test = node.test
+
+    def empty_test(value: ast.AST) -> ast.AST | None:  # `not x`, `x is None`, `len(x) == 0`
+        checked, unset = set_test(value)
+        return checked if unset else _len_zero(value)
+
     tested = [t for value in (test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test])
-              for t in [set_test(value)[0] if set_test(value)[1] else _len_zero(value)] if isinstance(t, ast.Name)]
+              if isinstance(t := empty_test(value), ast.Name)]
     if not tested and role_test(test):  # (`not any(m["role"] == "system" for m in messages)`, `messages[0]["role"] != "system"`)
         tested = [n for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in params]
     names = {t.id for t in tested if t.id in params}

@@ -85,6 +85,7 @@ class Project:
         return head in ("", ".", "..") or head in self._names_in(directory)
 
     def module_file(self, name: str) -> str | None:
+        """The file of project module ``name`` (``pkg/mod.py`` or ``pkg/mod/__init__.py``) on the import roots."""
         if name in self._by_name:
             return self._by_name[name]
         rel = name.replace(".", os.sep)

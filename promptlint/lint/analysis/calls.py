@@ -312,8 +312,8 @@ class Calls:
         helper it calls), on that loop's next pass (a plan put into the next step's system
         prompt); what the loop returns or leaves behind goes out once (loops.py). Kept on an
         object or handed to one-off requests, it is reported nowhere. A token count is no reply."""
-        named = any(isinstance(a, ast.Name) and self.m.catalog.source_newest_of.match(a.id) for a in node.args)
-        if callee == "count_tokens" or not (asked_with_conversation(kwargs, vals) or named):  # (`client.chat(messages)`)
+        if callee == "count_tokens" or not (asked_with_conversation(kwargs, vals) or any(  # (`client.chat(messages)`)
+                isinstance(a, ast.Name) and self.m.catalog.source_newest_of.match(a.id) for a in node.args)):
             return ()
         return self._received((Taint(loops.CODE, "volatile", (self.m.step(
             node, f"the model's reply: `{self.m.snippet(node, 40)}`"),), reply=True),))

@@ -312,7 +312,7 @@ class Expressions:
         share; of a parameter's list, one of the caller's (`for e in events: e.get("persona")` reads
         that field of theirs). Of a list named for a conversation's history (`for m in messages`),
         a message of it. A list a loop grows has more elements on each pass; each is what it was."""
-        taints = self.this_pass(listed_val.with_taints(tuple(t for t in listed_val.taints if t.label != "unordered"))).taints
+        taints = self.this_pass(listed_val.keep(lambda t: t.label != "unordered")).taints
         if listed_val.items is None and listed_val.keys is None:
             listed = list_name(windowed(iterable))
             if listed and self.m.catalog.source_newest_of.match(listed):
@@ -368,8 +368,7 @@ class Expressions:
             taints = read_at(taints, (key.const,))
         if key_of(node.slice, key) is None and base.keys and ANY_KEY in base.keys:
             held = base.keys[ANY_KEY]  # `self.sessions[session_id]`: what was stored under such a key
-            return Val(merge(held.taints, taints), held.origin, held.const, held.items, held.keys, held.func, node,
-                       held.template, held.sink_layer)
+            return held.at(node).with_taints(merge(held.taints, taints))
         # The key selects, it does not become the value: `cache[id(obj)]` is not an id.
         return Val(taints, node=node,
                    origin=f"{base.origin}[]" if base.origin else None, template=self._template_entry(base.template, key.const))

@@ -453,7 +453,6 @@ def _lone_messages(func: ast.AST, stores: Counter) -> frozenset[int]:
     return frozenset(lone | _tail_messages(func, stores))
 
 
-
 def _heads_before_turns(func: ast.AST) -> frozenset[int]:
     """``messages = [{"role": "system", ...}]`` (or ``.insert(0, ...)``, ``.append(...)``) outside
     any loop, then ``while True: text = input(); messages.append(...)``: the system message heads

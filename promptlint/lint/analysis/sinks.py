@@ -312,8 +312,9 @@ class Sinks:
         catalog = self.m.catalog
         for dec in node.decorator_list:
             target = dec.func if isinstance(dec, ast.Call) else dec
-            origin = (isinstance(target, ast.Attribute) and (base := self.eval(target.value).origin)  # (a method, not the
-                      and f"{base}.{target.attr}") or self.eval(target).origin  # field `Agent(instructions=...)` keeps)
+            # (a method of the object, not the field of that name it was built with: `Agent(instructions=...)`)
+            base = self.eval(target.value).origin if isinstance(target, ast.Attribute) else None
+            origin = f"{base}.{target.attr}" if base else self.eval(target).origin
             if not origin:
                 continue
             specs = catalog.decorator_calls.match(origin)

@@ -479,7 +479,7 @@ class Statements:
             taints = merge(container.taints, val.taints, *self.loop_unordered)
             keys = container.keys
             name = key_of(target.slice, key)
-            if keys is not None and (isinstance(name, str) or name is None):
+            if keys is not None and not isinstance(name, int):  # a field, or a key computed at run time
                 keys = {**keys, name: val} if name is not None else {**keys, ANY_KEY: join(keys.get(ANY_KEY), val)}
             self._update_container(target.value, Val(taints, origin=container.origin, items=container.items, keys=keys, node=container.node))
         elif isinstance(target, ast.Starred):
