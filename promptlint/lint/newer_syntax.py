@@ -10,7 +10,8 @@ constructs the running interpreter lacks are rewritten so that data flows stay t
 * an f-string that only PEP 701 accepts (nested same quotes, backslashes or comments in a
   replacement field) becomes a concatenation of its literal parts and ``format(...)`` of each
   field, which carries the same taints (joined to its neighbours with ``+`` when it is part of an
-  implicit concatenation).
+  implicit concatenation);
+* ``except A, B:`` without brackets (PEP 758, Python 3.14) becomes ``except (A, B):``.
 
 Line numbers of everything else are kept: only the rewritten statements change length.
 """
@@ -18,11 +19,20 @@ Line numbers of everything else are kept: only the rewritten statements change l
 from __future__ import annotations
 
 import ast
+import re
 import warnings
+
+
+#: PEP 758: ``except A, B:`` (no ``as``), bracketed for a parser that predates Python 3.14.
+_BARE_EXCEPT = re.compile(r"^([ \t]*except\*?[ \t]+)((?:(?! as )[^\n:#()])+,(?:(?! as )[^\n:#()])+?)([ \t]*:)", re.M)
 
 
 def downgrade(text: str) -> str | None:
     """An equivalent source the running ``ast`` parses, or None when no Python accepts ``text``."""
+    bracketed = _BARE_EXCEPT.sub(r"\1(\2)\3", text)
+    if bracketed != text and _parses(bracketed):
+        return bracketed
+    text = bracketed
     try:
         import libcst as cst
     except ImportError:  # pragma: no cover - a dependency

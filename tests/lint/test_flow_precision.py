@@ -1296,6 +1296,20 @@ def test_a_package_deeper_in_the_tree_may_be_another_name_for_an_installed_libra
     assert [(name, code) for name, _, code in lint_tree(tmp_path, files)[0]] == [("bot.py", "PC101")]
 
 
+@pytest.mark.parametrize("imported", ["from bot.prompts.base import base_prompt", "from .base import base_prompt"])
+def test_a_packages_init_reaches_its_own_submodules_by_their_full_name(tmp_path, imported):
+    # (blind batch 2026-11-27ad) `bot/prompts/__init__.py` builds the system prompt from
+    # `bot.prompts.base`: the package's own name heads the submodule's.
+    files = {"bot/__init__.py": "", "bot/prompts/base.py": (
+        "from datetime import datetime\n\n\ndef base_prompt():\n    return f\"Now: {datetime.now()}\\nYou are Plato.\"\n"),
+        "bot/prompts/__init__.py": imported + "\n\n\ndef build_system_prompt():\n    return base_prompt() + ACTIONS\n\n\n"
+        "ACTIONS = 'Reply with an action block.'\n",
+        "bot/handlers.py": ("import anthropic\nfrom bot.prompts import build_system_prompt\n\nclient = anthropic.Anthropic()\n\n\n"
+                            "def handle(text, history):\n    return client.messages.create(model='m', max_tokens=9, "
+                            "system=build_system_prompt(), messages=history)\n")}
+    assert lint_tree(tmp_path, files)[0] == [("handlers.py", 8, "PC101")]
+
+
 def test_an_attribute_is_reported_where_it_is_read_not_where_it_was_first_stored():
     source = '''from datetime import datetime
 

@@ -843,3 +843,33 @@ def test_a_streamlit_scripts_main_runs_on_every_interaction(script, expected):
     # `main()` of a Streamlit script is called on every rerun, not once per process.
     assert "def main" in script
     assert codes(script) == expected
+
+
+# ------------------------------------------------ a class body computes its defaults once
+CLASS_DEFAULT = '''import datetime
+from openai import OpenAI
+from pydantic import BaseModel, Field
+
+client = OpenAI()
+today = datetime.date.today()
+
+
+class Config(BaseModel):
+    %s
+
+
+def reply(history):
+    cfg = Config()
+    messages = [{"role": "system", "content": cfg.system_prompt}, *history]
+    return client.chat.completions.create(model="m", messages=messages)
+'''
+
+
+@pytest.mark.parametrize(("field", "reported"), [
+    ('system_prompt: str = f"Today is {today}. You help."', False),
+    ('system_prompt: str = Field(default=f"Today is {today}. You help.")', False),
+    ('system_prompt: str = Field(default_factory=lambda: f"Now: {datetime.datetime.now()}")', True),
+])
+def test_a_class_body_default_is_made_once_unless_a_factory_makes_it_per_instance(field, reported):
+    # (blind batch 2026-11-27x) A configuration class's prompt default formats a date taken at import.
+    assert codes(CLASS_DEFAULT % field) == (["PC101"] if reported else [])

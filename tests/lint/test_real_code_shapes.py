@@ -303,6 +303,22 @@ def build(data: dict) -> list:
     assert [(d.code, d.trace[0].line) for d in lint_source(source)] == [("PC101", 8)]
 
 
+@pytest.mark.parametrize("handler", ["except ValueError, KeyError:", "except* ValueError, KeyError:"])
+def test_python_314_except_without_brackets_is_analysed_on_any_interpreter(handler):
+    # (blind batch 2026-11-27ab) PEP 758: a project that requires Python 3.14 writes `except A, B:`.
+    source = f'''from datetime import datetime
+
+
+def build(history):
+    try:
+        stamp = datetime.now().isoformat()
+    {handler}
+        stamp = ""
+    return [{{"role": "system", "content": f"Now: {{stamp}}"}}, *history]
+'''
+    assert [(d.code, d.line) for d in lint_source(source)] == [("PC101", 9)]
+
+
 def test_code_no_python_accepts_is_pc001_alone_and_in_its_folder(tmp_path):
     (tmp_path / "broken.py").write_text('def f(:\n    return {"role": "system", "content": 1}\n')
     (tmp_path / "newer.py").write_text(NEWER)
@@ -447,7 +463,8 @@ def step(conversation, agent):
     assert diags(source) == []
 
 
-@pytest.mark.parametrize("store", ["model_context.add_message", "memory.add_to_memory", "self.remember"])
+@pytest.mark.parametrize("store", ["model_context.add_message", "memory.add_to_memory", "self.remember",
+                                   "memory.add_history"])  # (blind batch 2026-11-27ac: a voice assistant's sleep notice)
 def test_a_system_message_object_stored_in_a_history_is_late_not_stable(store):
     source = f'''import time
 from autogen_core.models import SystemMessage

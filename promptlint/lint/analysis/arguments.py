@@ -103,8 +103,13 @@ def sql_query(method: str | None, args: list[Val]) -> bool:
     """``conn.execute("SELECT ...", params)``: rows a query selects are not made of its parameters
     (a clock there is a cut-off, an id a key), except that rows matched to this turn's words
     (``WHERE embedding MATCH ?`` with the message's embedding) are this turn's matches (``MATCHED``)."""
-    return method in ("execute", "executemany") and bool(args) and isinstance(args[0].const, str) and bool(
-        _QUERY.match(args[0].const))
+    return method in _QUERY_METHODS and bool(args) and isinstance(args[0].const, str) and bool(_QUERY.match(args[0].const))
+
+
+#: Methods that run a query given as their first argument: DB-API's, asyncpg's (``fetchrow``),
+#: aiosqlite's and the ``databases`` package's (``fetch_one``).
+_QUERY_METHODS = frozenset({"execute", "executemany", "fetch", "fetchrow", "fetchval", "fetch_one", "fetch_all",
+                            "fetch_val", "execute_fetchall"})
 
 
 _TABLES = re.compile(r"\b(?:FROM|JOIN)\s+[\"'`\[]?(\w+)", re.IGNORECASE)

@@ -32,7 +32,8 @@ _TEXT_FIELDS = {"text", "content", "parts", "message", "prompt", "body", "value"
 _HISTORY_ADDERS = {"add", "append", "add_message", "append_message", "add_to_history", "push", "log", "record"}
 _TRANSLATIONS = re.compile(r"(?i)(?:^|_)(?:i18n|l10n|translations?|locales?|localization)$")  # fixed, translated text
 #: Methods that store a message in a conversation's history or memory, after what is there.
-_HISTORY_STORES = {"add_message", "add_messages", "append_message", "add_to_history", "add_to_memory", "remember"}
+_HISTORY_STORES = {"add_message", "add_messages", "append_message", "add_to_history", "add_to_memory", "remember",
+                   "add_history", "append_history", "append_to_history", "add_to_chat_history", "add_to_conversation"}
 _CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
 #: Classes of a system message, whatever library they come from.
 _SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "SystemPrompt", "SystemChatMessage",

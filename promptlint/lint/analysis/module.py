@@ -9,7 +9,7 @@ import re
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.function import FunctionAnalysis
 from promptlint.lint.analysis.values import (
-    _DEPTH, MAX_SUMMARY_DEPTH, ClassInfo, FunctionRef, NextTurn, Summary, Taint, Val, _opaque, holds_template,
+    _DEPTH, MAX_SUMMARY_DEPTH, ClassInfo, FunctionRef, NextTurn, Summary, Taint, Val, _opaque, frozen_ok, holds_template,
 )
 from promptlint.lint.catalog import Catalog
 from promptlint.lint.diagnostic import Diagnostic, TraceStep
@@ -419,6 +419,8 @@ class ModuleAnalysis:
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 val = fa.eval_field_default(stmt.value)
+                if not _made_per_instance(stmt.value) and not self.reruns:  # (computed once, when the class is defined)
+                    val = val.keep_deep(frozen_ok)
                 for t in targets:
                     if isinstance(t, ast.Name):
                         info.attrs[t.id] = val.with_taints(tuple(
@@ -504,8 +506,9 @@ class ModuleAnalysis:
     def resolve_function(self, qualname: str) -> FunctionRef | ClassInfo | None:
         """A function or class named by a qualified name: local, or in a project module."""
         if self.module_name and qualname.startswith(self.module_name + "."):
-            rest = qualname[len(self.module_name) + 1:]
-            return self.local_callable(rest)
+            found = self.local_callable(qualname[len(self.module_name) + 1:])
+            if found is not None or not self.path.endswith("__init__.py"):
+                return found  # (a package's own name also heads its submodules': `pkg.prompts.base.f`)
         if self.project is None:
             return None
         return self.project.resolve(qualname, self)
@@ -540,3 +543,7 @@ class ModuleAnalysis:
             return info.methods.get(tail)
         return None
 
+
+def _made_per_instance(value: ast.AST) -> bool:
+    """``field(default_factory=f)``: a class-body default made afresh for each instance."""
+    return isinstance(value, ast.Call) and any(kw.arg == "default_factory" for kw in value.keywords)
