@@ -361,3 +361,27 @@ def windowed(node: ast.AST) -> ast.AST:
             isinstance(node, ast.Call) and getattr(node.func, "id", None) == "reversed" and node.args):
         node = node.value if isinstance(node, ast.Subscript) else node.args[0]
     return node
+
+
+def tested_taints(evaluate, test: ast.AST, whole: tuple) -> tuple:
+    """The taints a test's outcome depends on (``whole``: those of the test as evaluated). A
+    record or list asked only whether it is empty (``if not result or not result.get("answer")``)
+    is decided by which entries it has, not by what they hold: a clock stored beside the answer
+    (`{"answer": ..., "time": elapsed}`) chooses nothing. Reads of a field (``.get("k")``) are
+    evaluated again; any other part of the test keeps the whole."""
+    def part(node: ast.AST):
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return part(node.operand)
+        if isinstance(node, ast.BoolOp):
+            parts = [part(v) for v in node.values]
+            return None if any(p is None for p in parts) else tuple(t for p in parts for t in p)
+        reads = isinstance(node, (ast.Name, ast.Attribute)) or (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+            and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and not node.keywords)
+        if not reads:
+            return None
+        val = evaluate(node)
+        return () if val.keys is not None or val.items is not None else val.taints
+
+    found = part(test) if isinstance(test, (ast.UnaryOp, ast.BoolOp, ast.Name)) else None
+    return whole if found is None else found

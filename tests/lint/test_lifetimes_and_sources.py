@@ -318,6 +318,26 @@ def next_system_prompt(queue):
 ''') == ["PC101"]
 
 
+@pytest.mark.parametrize(("test", "reported"), [
+    ('not result or not result.get("answer")', False),  # whether it has an answer, not when it came
+    ("not result", False),
+    ('result.get("seconds") > 2', True),  # the clock itself decides
+])
+def test_a_record_asked_whether_it_is_empty_is_not_chosen_by_what_it_holds(test, reported):
+    # (blind batch 2026-11-27aa) A retrieval helper returns its answer beside the time it took.
+    assert codes(f'''import time
+
+def answer(retriever, question):
+    start = time.time()
+    result = {{"answer": retriever.search(question), "seconds": round(time.time() - start, 2)}}
+    if {test}:
+        context = "The knowledge base is unavailable."
+    else:
+        context = "Use the documentation."
+    return [{{"role": "system", "content": context}}, {{"role": "user", "content": question}}]
+''') == (["PC101"] if reported else [])
+
+
 # ------------------------------------------------------- a conversation is opened once
 @pytest.mark.parametrize("name", ["create_conversation", "start_session", "new_chat_thread", "_open_session", "new_chat",
                                   "start_chat", "reset", "reset_conversation", "connect_to_server", "connect"])

@@ -11,7 +11,8 @@ from promptlint.lint.analysis.values import (ANY_KEY, RUN_STATE, Summary, Taint,
                                              join, key_of, merge, parameters, system_only, user_words)
 from promptlint.lint.diagnostic import CHOOSES, PARAMETER
 from promptlint.lint.guards import (COUNTING_CALLS, accumulates, callee_name, descendants, ends_pass, first_of_loop, first_pass,
-                                    heads_given_conversation, list_name, picks_system, returns_when_set, role_names, role_test, selects, unset_test)
+                                    heads_given_conversation, list_name, picks_system, returns_when_set, role_names, role_test, selects,
+                                    tested_taints, unset_test)
 from promptlint.lint.run_state import state_key, state_receiver
 
 def _content_of(target: ast.AST) -> ast.AST | None:
@@ -307,13 +308,12 @@ class Statements:
                 self.env[name] = self.env[name].keep_deep(lambda t: t.param < 0)
 
     def chosen_by(self, test: Val, node: ast.AST, dispatch: bool) -> tuple[Taint, ...]:
-        """What a test chooses text by: a clock (``if now.hour < 12``), or this turn's words or a
-        parameter (``if lore["key"] in user_message``: which entries of a lorebook, which skills
-        go in). A role test picks messages, not text: what it picks is followed as such."""
-        step = self.m.step(node, f"{CHOOSES}: `{self.m.snippet(node, 40)}`")
-        picks = not dispatch and selects(node)
-        return tuple(t.then(step) for t in test.taints if t.code.startswith("PC1") and t.param < 0 and not chosen(t)
-                     or picks and (user_words(t) or t.param >= 0 and t.label == "volatile" and not t.code))
+        """What a test chooses text by (``guards.tested_taints``): a clock (``if now.hour < 12``), or this
+        turn's words or a parameter (``if lore["key"] in user_message``: which entries of a lorebook,
+        which skills go in). A role test picks messages, not text: what it picks is followed as such."""
+        step, picks = self.m.step(node, f"{CHOOSES}: `{self.m.snippet(node, 40)}`"), not dispatch and selects(node)
+        return tuple(t.then(step) for t in tested_taints(self.eval, node, test.taints) if t.code.startswith("PC1") and t.param < 0
+                     and not chosen(t) or picks and (user_words(t) or t.param >= 0 and t.label == "volatile" and not t.code))
 
     def _chosen(self, clocks: bool) -> list[Taint]:
         """What the enclosing tests choose text by (``chosen_by``), with or without their clocks."""
