@@ -664,6 +664,41 @@ def test_entries_a_test_lets_in_regardless_of_what_the_user_says_are_the_same_ev
     assert found(LOREBOOK.replace("TEST", test)) == []
 
 
+TOOL_ROUTER = '''from openai import OpenAI
+
+client = OpenAI()
+TOOLS = [{"type": "function", "function": {"name": "lights", "description": "Lights", "parameters": {}}, "area": "home"},
+         {"type": "function", "function": {"name": "music", "description": "Music", "parameters": {}}, "area": "media"}]
+
+
+def classify(text):
+    if "light" in text:
+        return ["home"]
+    return ["media"]
+
+
+def reply(user_message, history):
+    intents = classify(user_message)
+    PICK
+    messages = [{"role": "system", "content": "You run the house."}, *history, {"role": "user", "content": user_message}]
+    return client.chat.completions.create(model="m", messages=messages, tools=tools)
+'''
+
+
+@pytest.mark.parametrize(("pick", "reported"), [
+    ('tools = [t for t in TOOLS if t["area"] in intents]', True),
+    ('tools = []\n    for t in TOOLS:\n        if t["area"] in intents:\n            tools.append(t)', True),
+    ('tools = [t for t in TOOLS if t["area"] in user_message]', True),
+    ('tools = [t for t in TOOLS if t["area"] != "admin"]', False),  # a fixed filter
+    ('tools = [t for t in TOOLS if len(user_message) > 3]', False),  # only that there are words
+])
+def test_a_tool_list_the_users_words_pick_from_changes_with_them(pick, reported):
+    # (blind batches 2026-11-27af and ai) A router keeps the tools of the intent it reads in this
+    # turn's message: the tool list, ahead of everything, changes whenever the intent does.
+    found = [(d.line, d.code) for d in lint_source(TOOL_ROUTER.replace("PICK", pick))]
+    assert [code for _, code in found] == (["PC401"] if reported else [])
+
+
 def test_the_turns_input_handed_down_a_chain_of_calls_is_one_leak():
     source = '''import openai
 

@@ -13,7 +13,7 @@ from promptlint.lint.analysis.sinks import (REQUEST_METHODS, asked_with_conversa
                                             is_system_message, other_role, posts_request, role_of, system_list, system_side, system_text)
 from promptlint.lint.analysis.structure import RUNNABLE_KEEPERS, structured
 from promptlint.lint.diagnostic import Fix
-from promptlint.lint.guards import COUNTING_CALLS, callee_name, list_name, receiver_name
+from promptlint.lint.guards import COUNTING_CALLS, GROWERS, callee_name, list_name, receiver_name
 
 _MUTATORS = arguments.MUTATORS
 _PATTERN_COMPILERS = ("re.compile(", "regex.compile(")  # origin of a compiled pattern's methods
@@ -219,6 +219,8 @@ class Calls:
         if method in _MUTATORS and isinstance(node.func, ast.Attribute):
             # `messages[0].content.append(ContentItem(text=tools))` under a system-role test.
             self.check_content_write(node.func.value, Val(merge(*(a.taints for a in args))))
+            if self.control and method in GROWERS:  # `if t["area"] in intents: tools.append(t)`: let in by the user's words
+                args = [a.with_taints(merge(a.taints, self._chosen(clocks=False))) for a in args]
             self._mutate(node, recv_val, method, args, kwargs)
             return Val(node=node)
         if method in RUNNABLE_KEEPERS and recv_val.template is not None:

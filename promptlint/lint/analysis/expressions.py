@@ -536,8 +536,8 @@ class Expressions:
                 element = (self.this_pass(side.with_taints(system_only(side.taints))) if side is not None
                            else self.element_of(gen.iter, Val(system_only(it.taints))))
             self.assign(gen.target, element, gen)
-            for cond in gen.ifs:
-                self.eval(cond)
+            for cond in gen.ifs:  # (`[t for t in TOOLS if t["area"] in intents]`: let in by the user's words)
+                carried.append(tuple(t for t in self.chosen_by(self.eval(cond), cond, False) if not t.code.startswith("PC1")))
         vals = [self.eval(e) for e in elements]
         self.env = saved
         return Val(merge(*(v.taints for v in vals), *carried), node=node)

@@ -592,9 +592,9 @@ def _object_annotation(annotation: ast.expr | None) -> bool:
 
 def _chosen_text(stmt: ast.AST, val: Val) -> bool:
     """Whether an assignment or a return under a clock test picks a text (``greeting = "Good morning"``,
-    ``note += f"..."``): that choice follows the clock. A value that carries its own data
-    (``item = queue.get()``) is what it is, whichever branch assigns it."""
+    ``note += f"..."``, ``return ["home", "lights"]``): that choice follows the clock. A value that
+    carries its own data (``item = queue.get()``) is what it is, whichever branch assigns it."""
     value = getattr(stmt, "value", None)
-    return isinstance(val.const, str) or isinstance(value, ast.JoinedStr) or (
-        isinstance(value, ast.Constant) and isinstance(value.value, str))
+    return isinstance(val.const, str) or isinstance(value, ast.JoinedStr) or value is not None and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in getattr(value, "elts", None) or [value])
 
