@@ -385,3 +385,19 @@ def tested_taints(evaluate, test: ast.AST, whole: tuple) -> tuple:
 
     found = part(test) if isinstance(test, (ast.UnaryOp, ast.BoolOp, ast.Name)) else None
     return whole if found is None else found
+
+
+#: Keywords of a request that give it a stable layer of its own beside its messages.
+_LAYER_KEYWORDS = frozenset({"system", "instructions", "system_instruction", "system_prompt", "preamble", "tools"})
+
+
+def sends_only_users_words(func: ast.AST) -> bool:
+    """A function whose requests are a user message alone (``messages=[{"role": "user", "content":
+    full_prompt}]``, no ``system=``): a local it names ``system_prompt`` is folded into that user
+    message, not sent as a system prompt (older and local-model code writes its "system prompt"
+    at the head of the one prompt it sends)."""
+    sent = [n for n in descendants(func) if isinstance(n, ast.Call) and any(k.arg == "messages" for k in n.keywords)]
+    return bool(sent) and all(
+        not _LAYER_KEYWORDS.intersection(k.arg for k in n.keywords) and all(
+            isinstance(k.value, ast.List) and k.value.elts and all(written_role(e) == "user" for e in k.value.elts)
+            for k in n.keywords if k.arg == "messages") for n in sent)

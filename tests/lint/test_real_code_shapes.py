@@ -126,6 +126,25 @@ class Agent:
 ''') == ["PC101"]
 
 
+@pytest.mark.parametrize(("sent", "reported"), [
+    ('messages=[{"role": "user", "content": full_prompt}]', False),  # folded into the user's message
+    ('messages=[{"role": "system", "content": system_prompt}, {"role": "user", "content": text}]', True),
+    ('system=system_prompt, messages=[{"role": "user", "content": text}]', True),
+])
+def test_a_local_named_for_the_system_prompt_is_what_the_request_makes_of_it(sent, reported):
+    # (blind batch 2026-11-27ak) An NPC's "system prompt" written at the head of its one user message.
+    found = codes(f'''import random
+from openai import OpenAI
+
+def respond(persona, text, articles):
+    system_prompt = f"You are {{persona}}. "
+    system_prompt += f"Talk about {{random.choice(articles)}}. "
+    full_prompt = f"{{system_prompt}}\\n\\n{{text}}"
+    return OpenAI().chat.completions.create(model="m", {sent})
+''')
+    assert found == (["PC201"] if reported else [])
+
+
 # ------------------------------------------------------------------ builders keep state
 def test_gather_unpacking_keeps_each_result_to_its_own_name():
     assert codes('''import asyncio

@@ -12,7 +12,7 @@ from promptlint.lint.analysis.values import (ANY_KEY, RUN_STATE, Summary, Taint,
 from promptlint.lint.diagnostic import CHOOSES, PARAMETER
 from promptlint.lint.guards import (COUNTING_CALLS, accumulates, callee_name, descendants, ends_pass, first_of_loop, first_pass,
                                     heads_given_conversation, list_name, picks_system, returns_when_set, role_names, role_test, selects,
-                                    tested_taints, unset_test)
+                                    sends_only_users_words, tested_taints, unset_test)
 from promptlint.lint.run_state import state_key, state_receiver
 
 def _content_of(target: ast.AST) -> ast.AST | None:
@@ -193,10 +193,10 @@ class Statements:
         self.assign(node.target, Val(taints, items=items, node=node.value), node, weak=True)
 
     def _appended_late(self, name: str) -> bool:
-        """``history.append({"role": "system", "content": system_message_content})``: the local
-        named for a system message is added after the conversation, not ahead of it."""
+        """``history.append({"role": "system", "content": system_message_content})``: the local named for a
+        system message is added after the conversation, or to the user's message alone (``sends_only_users_words``)."""
         newest = self.m.catalog.source_newest_of
-        return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "append"
+        return sends_only_users_words(self.ref.node) or any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "append"
                    and newest.match(list_name(n.func.value) or "") and any(
                        isinstance(m, ast.Name) and m.id == name for a in n.args for m in ast.walk(a))
                    for n in descendants(self.ref.node))
