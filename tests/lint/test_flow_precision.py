@@ -1644,3 +1644,35 @@ def reply(service, history):
     assert lint_source(source) == []
     # Given as the query's text, the clock is in what comes back.
     assert [d.code for d in lint_source(source.replace(f"{keyword}=now", "q=now"))] == ["PC101"]
+
+
+@pytest.mark.parametrize(("call", "reported"), [
+    ("with_retry(client.messages.create, model='m', max_tokens=9, system=system, messages=msgs)", False),
+    ("with_retry(summarize, msgs)", True),  # a plain function's result is made of what it is given
+])
+def test_a_retry_wrapper_handed_an_sdk_method_returns_the_models_reply(call, reported):
+    # (field corpus) `backoff_create(client.messages.create, ...)`: what comes back is the reply,
+    # not the request's words; a system prompt built from that reply is not the caller's message.
+    source = f'''import anthropic
+
+client = anthropic.Anthropic()
+
+
+def with_retry(fn, *args, **kwargs):
+    return fn(*args, **kwargs)
+
+
+def summarize(msgs):
+    return " ".join(m["content"] for m in msgs)
+
+
+def ask(system, user_message):
+    msgs = [{{"role": "user", "content": user_message}}]
+    return {call}
+
+
+def answer(user_message, history):
+    outline = ask("Outline the request.", user_message)
+    return client.messages.create(model="m", max_tokens=9, system=f"Follow this outline: {{outline}}", messages=history)
+'''
+    assert [d.code for d in lint_source(source)] == (["PC401"] if reported else [])

@@ -169,7 +169,10 @@ class Calls:
             if origin in _ORDERED_CONSUMERS and args:
                 consumed = tuple(self._consumed(t, node.args[0]) if t.label == "unordered" else t for t in args[0].taints)
                 return Val(merge(consumed), items=args[0].items, node=node)
-        # 3. functions we can summarise
+        # 3. functions we can summarise; a wrapper handed an SDK's request method (`backoff_create(client.messages.create, ...)`)
+        if any(a.origin and a.origin.rsplit(".", 1)[-1] in _ASKS and any(a.origin.endswith("." + sh) for sh, _ in self.m.catalog.sink_shapes) for a in args):
+            self.replies = True
+            return Val(self._reply(node, callee, [*args, *kwargs.values()], kwargs), origin=call_origin, node=node)
         target = func.func
         if target is None:
             found = self.m.callable_named(origin)
