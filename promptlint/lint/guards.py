@@ -395,9 +395,12 @@ def sends_only_users_words(func: ast.AST) -> bool:
     """A function whose requests are a user message alone (``messages=[{"role": "user", "content":
     full_prompt}]``, no ``system=``): a local it names ``system_prompt`` is folded into that user
     message, not sent as a system prompt (older and local-model code writes its "system prompt"
-    at the head of the one prompt it sends)."""
-    sent = [n for n in descendants(func) if isinstance(n, ast.Call) and any(k.arg == "messages" for k in n.keywords)]
-    return bool(sent) and all(
-        not _LAYER_KEYWORDS.intersection(k.arg for k in n.keywords) and all(
-            isinstance(k.value, ast.List) and k.value.elts and all(written_role(e) == "user" for e in k.value.elts)
-            for k in n.keywords if k.arg == "messages") for n in sent)
+    at the head of the one prompt it sends). Read once per function (cached on its node)."""
+    found = func.__dict__.get("_promptlint_users_words")
+    if found is None:
+        sent = [n for n in descendants(func) if isinstance(n, ast.Call) and any(k.arg == "messages" for k in n.keywords)]
+        found = func._promptlint_users_words = bool(sent) and all(
+            not _LAYER_KEYWORDS.intersection(k.arg for k in n.keywords) and all(
+                isinstance(k.value, ast.List) and k.value.elts and all(written_role(e) == "user" for e in k.value.elts)
+                for k in n.keywords if k.arg == "messages") for n in sent)
+    return found

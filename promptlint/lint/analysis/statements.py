@@ -311,9 +311,10 @@ class Statements:
         """What a test chooses text by (``guards.tested_taints``): a clock (``if now.hour < 12``), or this
         turn's words or a parameter (``if lore["key"] in user_message``: which entries of a lorebook,
         which skills go in). A role test picks messages, not text: what it picks is followed as such."""
-        step, picks = self.m.step(node, f"{CHOOSES}: `{self.m.snippet(node, 40)}`"), not dispatch and selects(node)
-        return tuple(t.then(step) for t in tested_taints(self.eval, node, test.taints) if t.code.startswith("PC1") and t.param < 0
-                     and not chosen(t) or picks and (user_words(t) or t.param >= 0 and t.label == "volatile" and not t.code))
+        picks, taints = not dispatch and selects(node), tested_taints(self.eval, node, test.taints) if test.taints else ()
+        found = [t for t in taints if t.code.startswith("PC1") and t.param < 0 and not chosen(t)
+                 or picks and (user_words(t) or t.param >= 0 and t.label == "volatile" and not t.code)]
+        return tuple(t.then(self.m.step(node, f"{CHOOSES}: `{self.m.snippet(node, 40)}`")) for t in found)
 
     def _chosen(self, clocks: bool) -> list[Taint]:
         """What the enclosing tests choose text by (``chosen_by``), with or without their clocks."""
@@ -591,9 +592,8 @@ def _object_annotation(annotation: ast.expr | None) -> bool:
 
 
 def _chosen_text(stmt: ast.AST, val: Val) -> bool:
-    """Whether an assignment or a return under a clock test picks a text (``greeting = "Good morning"``,
-    ``note += f"..."``, ``return ["home", "lights"]``): that choice follows the clock. A value that
-    carries its own data (``item = queue.get()``) is what it is, whichever branch assigns it."""
+    """Whether an assignment or a return under a test picks a text (``greeting = "Good morning"``, ``note += f"..."``,
+    ``return ["home"]``): that choice follows the test. A value with data of its own (``queue.get()``) does not."""
     value = getattr(stmt, "value", None)
     return isinstance(val.const, str) or isinstance(value, ast.JoinedStr) or value is not None and all(
         isinstance(e, ast.Constant) and isinstance(e.value, str) for e in getattr(value, "elts", None) or [value])
