@@ -1359,6 +1359,19 @@ def system_message(db: sqlite3.Connection):
     assert [d.code for d in lint_source(source)] == expected
 
 
+@pytest.mark.parametrize("method", ["fetchrow", "fetch", "fetchval", "fetch_one", "fetch_all"])
+def test_an_async_drivers_query_methods_select_rows_as_execute_does(method):
+    # (blind batch 2026-11-27ab) asyncpg's `pool.fetchrow(query, *args)`: a week's start date keys
+    # the lookup of the week's plan; the plan is not made of the date.
+    source = f'''from datetime import date, timedelta
+
+async def system_message(pool, user_id, history):
+    week_start = date.today() - timedelta(days=date.today().weekday())
+    plan = await pool.{method}("SELECT focus FROM weekly_plans WHERE user_id = $1 AND week_start = $2", user_id, week_start)
+    return [{{"role": "system", "content": f"This week: {{plan}}"}}, *history]
+'''
+    assert lint_source(source) == []
+
 
 def test_rows_a_query_matches_to_this_turns_message_are_this_turns_matches():
     # (blind batch 2026-11-26ba) A helper embeds the message and asks a vector table for the nearest
