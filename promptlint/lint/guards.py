@@ -404,3 +404,9 @@ def sends_only_users_words(func: ast.AST) -> bool:
                 isinstance(k.value, ast.List) and k.value.elts and all(written_role(e) == "user" for e in k.value.elts)
                 for k in n.keywords if k.arg == "messages") for n in sent)
     return found
+
+
+def default_factory(value: ast.AST) -> ast.AST | None:
+    """The factory of a class-body default (``field(default_factory=f)``, ``Field(default_factory=f)``):
+    it makes the default afresh for each instance."""
+    return next((kw.value for kw in value.keywords if kw.arg == "default_factory"), None) if isinstance(value, ast.Call) else None

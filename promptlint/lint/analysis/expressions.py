@@ -14,7 +14,7 @@ from promptlint.lint.analysis.sinks import last_system, role_of, system_side
 from promptlint.lint.diagnostic import PARAMETER, Fix, TraceStep
 from promptlint.lint.lifetimes import graph_node
 from promptlint.lint.run_state import state_key, state_object
-from promptlint.lint.guards import describes, list_name, picks_system, set_test, windowed, written_role
+from promptlint.lint.guards import default_factory, describes, list_name, picks_system, set_test, windowed, written_role
 
 _BUILTINS = frozenset(dir(builtins))
 _TURN_TEXT_ATTRS = {"text", "content", "message", "messages", "query", "input", "prompt", "body", "question"}
@@ -556,11 +556,8 @@ class Expressions:
 
     def eval_field_default(self, node: ast.AST) -> Val:
         """A class-body default: ``field(default_factory=f)`` / ``Field(default_factory=f)`` calls ``f``."""
-        if isinstance(node, ast.Call):
-            for kw in node.keywords:
-                if kw.arg == "default_factory":
-                    return self.call_reference(kw.value, node)
-        return self.eval(node)
+        factory = default_factory(node)
+        return self.eval(node) if factory is None else self.call_reference(factory, node)
 
     def call_reference(self, func_node: ast.AST, at: ast.AST) -> Val:
         """The value of calling the callable ``func_node`` with no arguments."""

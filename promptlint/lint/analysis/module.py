@@ -13,7 +13,7 @@ from promptlint.lint.analysis.values import (
 )
 from promptlint.lint.catalog import Catalog
 from promptlint.lint.diagnostic import Diagnostic, TraceStep
-from promptlint.lint.guards import decorator_names
+from promptlint.lint.guards import decorator_names, default_factory
 from promptlint.lint.literal_search import names_test
 from promptlint.lint.lifetimes import graph_node, streamlit_script
 from promptlint.lint.run_state import writes_state
@@ -419,7 +419,7 @@ class ModuleAnalysis:
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 val = fa.eval_field_default(stmt.value)
-                if not _made_per_instance(stmt.value) and not self.reruns:  # (computed once, when the class is defined)
+                if default_factory(stmt.value) is None and not self.reruns:  # (computed once, when the class is defined)
                     val = val.keep_deep(frozen_ok)
                 for t in targets:
                     if isinstance(t, ast.Name):
@@ -542,8 +542,3 @@ class ModuleAnalysis:
         if info is not None and "." not in tail:
             return info.methods.get(tail)
         return None
-
-
-def _made_per_instance(value: ast.AST) -> bool:
-    """``field(default_factory=f)``: a class-body default made afresh for each instance."""
-    return isinstance(value, ast.Call) and any(kw.arg == "default_factory" for kw in value.keywords)

@@ -187,19 +187,18 @@ class Statements:
         items = None
         if old.items is not None and new.items is not None and isinstance(node.op, ast.Add):
             items = old.items + new.items
-        if isinstance(node.target, ast.Name) and not self.frozen and self.ref is not None and not self._appended_late(node.target.id):
+        if isinstance(node.target, ast.Name) and not self.frozen and self.ref is not None and not self._not_a_layer(node.target.id):
             self.check_stable_target(node.target.id, node.target.id, new, node.target)
         self.check_content_write(node.target, new)
         self.assign(node.target, Val(taints, items=items, node=node.value), node, weak=True)
 
-    def _appended_late(self, name: str) -> bool:
-        """``history.append({"role": "system", "content": system_message_content})``: the local named for a
-        system message is added after the conversation, or to the user's message alone (``sends_only_users_words``)."""
-        newest = self.m.catalog.source_newest_of
-        return sends_only_users_words(self.ref.node) or any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "append"
-                   and newest.match(list_name(n.func.value) or "") and any(
-                       isinstance(m, ast.Name) and m.id == name for a in n.args for m in ast.walk(a))
-                   for n in descendants(self.ref.node))
+    def _not_a_layer(self, name: str) -> bool:
+        """A local named for a system message added after the conversation (``history.append({"role": "system",
+        "content": system_message_content})``) or to the user's message alone (``sends_only_users_words``)."""
+        return sends_only_users_words(self.ref.node) or any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "append"
+            and self.m.catalog.source_newest_of.match(list_name(n.func.value) or "")
+            and any(isinstance(m, ast.Name) and m.id == name for a in n.args for m in ast.walk(a)) for n in descendants(self.ref.node))
 
     def stmt_Return(self, node: ast.Return) -> None:
         if node.value is None:
@@ -314,7 +313,8 @@ class Statements:
         picks, taints = not dispatch and selects(node), tested_taints(self.eval, node, test.taints) if test.taints else ()
         found = [t for t in taints if t.code.startswith("PC1") and t.param < 0 and not chosen(t)
                  or picks and (user_words(t) or t.param >= 0 and t.label == "volatile" and not t.code)]
-        return tuple(t.then(self.m.step(node, f"{CHOOSES}: `{self.m.snippet(node, 40)}`")) for t in found)
+        step = found and self.m.step(node, f"{CHOOSES}: `{self.m.snippet(node, 40)}`")
+        return tuple(t.then(step) for t in found)
 
     def _chosen(self, clocks: bool) -> list[Taint]:
         """What the enclosing tests choose text by (``chosen_by``), with or without their clocks."""
