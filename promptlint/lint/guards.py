@@ -105,9 +105,22 @@ def first_pass(node: ast.If) -> int:
     return found
 
 
+def _on_node(node: ast.AST, name: str, key, compute):
+    """``compute()`` cached on ``node`` under ``name`` for ``key``: a test is read on each pass of
+    its loop and each summary of its function, its syntax the same every time."""
+    cache = node.__dict__.setdefault(name, {})
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]
+
+
 def first_of_loop(node: ast.If, loop: ast.AST | None) -> bool:
     """``if messages is None: messages = build(...)`` in ``loop``, where the loop binds the name
     nowhere else: the branch runs on the loop's first pass only (a conversation's first turn)."""
+    return _on_node(node, "_promptlint_first_of_loop", id(loop), lambda: _first_of_loop(node, loop))
+
+
+def _first_of_loop(node: ast.If, loop: ast.AST | None) -> bool:
     tested, unset = set_test(node.test)
     if loop is None or not unset or not isinstance(tested, ast.Name):
         return False
@@ -146,6 +159,10 @@ def heads_given_conversation(node: ast.If, params: list[str]) -> bool:
     messages): messages.insert(0, system)``: a system message put at the head of the conversation
     a caller passed in, only while it has none. The caller sends the same list back on the next
     turn, system message included: what the branch builds is made once per conversation."""
+    return _on_node(node, "_promptlint_heads", tuple(params), lambda: _heads_given_conversation(node, params))
+
+
+def _heads_given_conversation(node: ast.If, params: list[str]) -> bool:
     test = node.test
 
     def empty_test(value: ast.AST) -> ast.AST | None:  # `not x`, `x is None`, `len(x) == 0`
@@ -309,8 +326,23 @@ def decorator_names(func: ast.AST) -> set[str]:
 
 
 def memoized(func: ast.AST) -> bool:
-    """A function whose result a decorator computes once and hands back afterwards."""
-    return not decorator_names(func).isdisjoint(_MEMOIZERS)
+    """A function whose result is computed once and handed back afterwards: by a decorator
+    (``@lru_cache``), or by hand in a cache it keeps (``if name in _cache: return _cache[name]``,
+    then ``_cache[name] = text``), once per key."""
+    if not decorator_names(func).isdisjoint(_MEMOIZERS):
+        return True
+    body = getattr(func, "body", None)
+    for stmt in body if isinstance(body, list) else ():
+        test = getattr(stmt, "test", None)
+        if not (isinstance(stmt, ast.If) and isinstance(test, ast.Compare) and len(test.ops) == 1
+                and isinstance(test.ops[0], ast.In) and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Return)):
+            continue
+        key, cache, back = ast.dump(test.left), ast.dump(test.comparators[0]), stmt.body[0].value
+        if isinstance(back, ast.Subscript) and ast.dump(back.value) == cache and ast.dump(back.slice) == key:
+            return any(isinstance(n, ast.Assign) and any(
+                isinstance(t, ast.Subscript) and ast.dump(t.value) == cache and ast.dump(t.slice) == key for t in n.targets)
+                for n in descendants(func))
+    return False
 
 
 def accumulates(stmt: ast.AST) -> bool:
@@ -331,8 +363,8 @@ _PLAIN_TESTS = frozenset({"len", "isinstance", "bool", "str", "int", "hasattr", 
 def selects(test: ast.AST) -> bool:
     """A test that picks by what a text says (`key in message`, `keyword_check(message, ...)`,
     `pattern.search(message)`), not one that only checks it is there (`message != ""`, `len(...)`)."""
-    return any(isinstance(n, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in n.ops)
-               or isinstance(n, ast.Call) and callee_name(n.func) not in _PLAIN_TESTS for n in ast.walk(test))
+    return _on_node(test, "_promptlint_selects", None, lambda: any(isinstance(n, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in n.ops)
+               or isinstance(n, ast.Call) and callee_name(n.func) not in _PLAIN_TESTS for n in ast.walk(test)))
 
 
 def list_name(node: ast.AST) -> str | None:

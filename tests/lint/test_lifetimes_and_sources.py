@@ -893,3 +893,150 @@ def reply(history):
 def test_a_class_body_default_is_made_once_unless_a_factory_makes_it_per_instance(field, reported):
     # (blind batch 2026-11-27x) A configuration class's prompt default formats a date taken at import.
     assert codes(CLASS_DEFAULT % field) == (["PC101"] if reported else [])
+
+
+# ------------------------------------------------ a file the program rewrites is read per turn
+EDITED_FILE = '''from pathlib import Path
+import anthropic
+
+NOTES = Path("notes.md")
+
+
+class Editor:
+    def __init__(self, filename):
+        self.filename = filename
+        self.client = anthropic.Anthropic()
+        self.history = []
+
+    def contents(self):
+        with open(self.filename, "r", encoding="utf-8") as f:
+            return f.read()
+
+    def write_file(self, content):
+%s
+
+    def ask(self, text):
+        self.history.append({"role": "user", "content": text})
+        system = f"You edit {self.filename}. It holds:\\n{self.contents()}\\nNotes: {NOTES.read_text()}"
+        return self.client.messages.create(model="m", max_tokens=10, system=system, messages=self.history)
+'''
+
+
+@pytest.mark.parametrize(("write", "reported"), [
+    ('        with open(self.filename, "w", encoding="utf-8") as f:\n            f.write(content)', True),
+    ('        NOTES.write_text(content)', True),
+    ('        Path("other.md").write_text(content)', False),
+    ('        with open(self.filename, encoding="utf-8") as f:\n            return f.read() + content', False),
+])
+def test_a_file_the_program_rewrites_is_read_back_per_turn(write, reported):
+    # (blind batch 2026-11-27ar) An agent's write_file tool rewrites the file whose contents the
+    # next request's prompt shows; a file nothing here writes is fixed content.
+    assert codes(EDITED_FILE % write) == (["PC401"] if reported else [])
+
+
+def test_a_file_written_once_when_the_object_is_made_is_not_rewritten():
+    source = (EDITED_FILE % "        pass").replace(
+        "self.filename = filename\n", "self.filename = filename\n        NOTES.write_text('')\n")
+    assert codes(source) == []
+
+
+# ---------------------------------------------- many sources do not crowd out the others
+CROWDED = '''import time
+import uuid
+
+import anthropic
+
+client = anthropic.Anthropic()
+
+
+def stamps():
+    return [%s]
+
+
+def relay():
+    return stamps()
+
+
+def build(context):
+    return "".join(str(t) for t in relay()) + str(context)
+
+
+def ask(history):
+    now = time.time()
+    system = f"{build(uuid.uuid4())} Now: {now}"
+    return client.messages.create(model="m", max_tokens=10, system=system, messages=history)
+''' % ", ".join(["time.time()"] * 17)
+
+
+def test_a_function_reading_many_sources_keeps_its_parameter_and_the_nearest_source():
+    # (blind batch 2026-11-27as) A context builder reads many stamps a database layer handed on;
+    # the parameter its caller fills (here a uuid) still reaches the prompt, and the clock read
+    # beside the prompt is the finding's source, not one of the stamps from far away.
+    found = {d.code: d for d in lint_source(CROWDED)}
+    assert sorted(found) == ["PC101", "PC201"]
+    assert found["PC101"].trace[0].line == CROWDED.splitlines().index("    now = time.time()") + 1
+
+
+# ------------------------------------------------ a loader that caches by hand reads once per key
+CACHED_LOADER = '''from pathlib import Path
+import anthropic
+
+client = anthropic.Anthropic()
+_cache: dict[str, str] = {}
+
+
+def load_memory(name):
+%s    text = Path(f"{name}_memory.md").read_text()
+    _cache[name] = text
+    return text
+
+
+def ask(history):
+    system = "Be brief.\\n" + load_memory("user")
+    return client.messages.create(model="m", max_tokens=10, system=system, messages=history)
+'''
+
+
+@pytest.mark.parametrize(("check", "reported"), [
+    ("    if name in _cache:\n        return _cache[name]\n", False),
+    ("", True),
+])
+def test_a_loader_that_caches_its_result_by_hand_reads_once_per_key(check, reported):
+    # (blind batch 2026-11-27av) A memory file read on the first call and handed back from a
+    # module-level dict afterwards is the same text for the whole process, as under @lru_cache.
+    assert codes(CACHED_LOADER % check) == (["PC401"] if reported else [])
+
+
+# ------------------------------------------------ what a server sends back to a GET is live
+LIVE_STATES = '''import httpx
+import requests
+from openai import OpenAI
+
+client = OpenAI()
+URL = "http://homeassistant.local:8123/api/states"
+
+
+def fetch_states():
+%s
+
+
+class Assistant:
+    def __init__(self):
+        self.areas = requests.get(URL + "/areas", timeout=5).json()
+
+    def reply(self, history):
+        system = f"Areas: {self.areas}. Devices now: {%s}"
+        messages = [{"role": "system", "content": system}, *history]
+        return client.chat.completions.create(model="m", messages=messages)
+'''
+
+
+@pytest.mark.parametrize("fetch", [
+    "    return requests.get(URL, timeout=10).json()",
+    "    with httpx.Client() as http:\n        return http.get(URL).json()",
+])
+def test_what_a_server_sends_back_to_a_get_on_each_turn_is_per_turn(fetch):
+    # (blind batch 2026-11-27av) A home's entity states fetched over HTTP for each command and
+    # rendered into the system prompt; what the object fetched once in `__init__` is fixed.
+    assert codes(LIVE_STATES % (fetch, "fetch_states()")) == ["PC401"]
+    assert codes(LIVE_STATES % (fetch, "len(history)")) == []

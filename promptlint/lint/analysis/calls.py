@@ -5,15 +5,15 @@ from __future__ import annotations
 import ast
 import re
 
-from promptlint.lint.analysis import arguments, loops
-from promptlint.lint.analysis.values import (ANY_KEY, EMPTY, LOCATED, LOCATORS, MATCHED, RUN_STATE, appended, certain, chosen, clip, ClassInfo, FunctionRef, Taint, Val, default_used, fixed, passes_mark,
+from promptlint.lint.analysis import arguments, files, loops
+from promptlint.lint.analysis.values import (ANY_KEY, EMPTY, LOCATED, MATCHED, RUN_STATE, appended, certain, chosen, clip, ClassInfo, FunctionRef, Taint, Val, default_used, fixed, passes_mark,
                                              frozen_ok, join, merge, narrowed, param_names, parameters, read_at, user_words)
 from promptlint.lint.analysis.rendered import rendered_callables, stuffed, substitute
 from promptlint.lint.analysis.sinks import (REQUEST_METHODS, asked_with_conversation, asks_model, before_history, entry_node,
                                             is_system_message, other_role, posts_request, role_of, system_list, system_side, system_text)
 from promptlint.lint.analysis.structure import RUNNABLE_KEEPERS, structured
 from promptlint.lint.diagnostic import Fix
-from promptlint.lint.guards import COUNTING_CALLS, GROWERS, callee_name, list_name, receiver_name
+from promptlint.lint.guards import COUNTING_CALLS, GROWERS, callee_name, list_name, memoized, receiver_name
 
 _MUTATORS = arguments.MUTATORS
 _PATTERN_COMPILERS = ("re.compile(", "regex.compile(")  # origin of a compiled pattern's methods
@@ -22,10 +22,6 @@ _REGEX_CALLS = {"re.sub", "re.subn"}
 _TEMPLATE_METHODS = {"format", "format_map", "render", "substitute", "safe_substitute", "partial", "invoke", "ainvoke",
                      "aformat", "format_messages", "aformat_messages", "format_prompt", "aformat_prompt",
                      "render_async", "async_render", "async_render_with_possible_json_value"}
-#: Calls that read a file's content: the path that located it (an env var, the home folder)
-#: is not what reaches the prompt (docs/field.md), so host and environment taints stop here.
-_CONTENT_READERS = {"builtins.open", "io.open", "codecs.open", "json.load", "yaml.safe_load", "yaml.load",
-                    "tomllib.load", "tomli.load"}
 #: Fields that are a record's text when it is rendered whole (content blocks, messages).
 _TEXT_FIELDS = {"text", "content", "parts", "message", "prompt", "body", "value"}
 #: Methods that add a message to a conversation's history: it lands after the history, late.
@@ -34,7 +30,6 @@ _TRANSLATIONS = re.compile(r"(?i)(?:^|_)(?:i18n|l10n|translations?|locales?|loca
 #: Methods that store a message in a conversation's history or memory, after what is there.
 _HISTORY_STORES = {"add_message", "add_messages", "append_message", "add_to_history", "add_to_memory", "remember",
                    "add_history", "append_history", "append_to_history", "add_to_chat_history", "add_to_conversation"}
-_CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
 #: Classes of a system message, whatever library they come from.
 _SYSTEM_CLASSES = {"SystemMessage", "SystemContent", "SystemPromptPart", "SystemPrompt", "SystemChatMessage",
                    "SystemMessagePromptTemplate"}
@@ -129,17 +124,8 @@ class Calls:
             specs = self.m.catalog.source_receiver_methods.match(f"{name}.{node.func.attr}") if name else []
             if specs:
                 return self._source_result(node, specs[0], node.func.attr, args, kwargs, receiver=func)
-        if origin in _CONTENT_READERS or (isinstance(node.func, ast.Attribute) and node.func.attr in _CONTENT_METHODS):
-            located = merge(func.taints, *(a.taints for a in args), *(v.taints for v in kwargs.values()))
-            # Read here: a file read once (import time, `__init__`) is frozen like any value, and a
-            # file read on every call is read anew, wherever its name was set (`self.path` in `__init__`):
-            # the read is the source. What located the file (a host path, a timestamped or hashed
-            # name) is not its content.
-            content = tuple(t._replace(code=LOCATED) if t.param >= 0 else
-                            t._replace(unread=False, steps=(self.m.step(node, t.steps[0].note),)) if t.unread else t
-                            for t in located if not t.code.startswith(LOCATORS))
-            return Val(content, origin=call_origin, node=node,
-                       template=func.template or next((a.template for a in args if a.template is not None), None))
+        if files.reads_content(origin, node):
+            return files.read(self, node, call_origin, func, args, kwargs)
         if isinstance(node.func, ast.Attribute) and not self._static_catalog(node.func.value):
             spec = self.m.catalog.source_method(node.func.attr)
             # A project method named for retrieval is one too (`client.query_for_conversation`
@@ -345,8 +331,8 @@ class Calls:
         receiver = func if isinstance(node.func, ast.Attribute) else None
         inner = self._apply_summary(node, ref, func, args, kwargs) if ref is not None and spec.label == "volatile" else None
         if inner is not None and (receiver is None and any(t.param < 0 and t.code == spec.code for t in inner.taints)
-                                  or not inner.taints and fixed(inner) or arguments.makes_tool(ref.node)):
-            return inner
+                                  or not inner.taints and fixed(inner) or arguments.makes_tool(ref.node) or memoized(ref.node)):
+            return inner  # (a memoised loader, `if name in _cache: return _cache[name]`, reads once per key)
         return self._source_result(node, spec, what, args, kwargs, receiver=receiver)
 
     def _source_result(self, node, spec, what, args, kwargs, receiver: Val | None = None) -> Val:

@@ -70,20 +70,28 @@ def merge(*groups) -> tuple[Taint, ...]:
     """Union of taint tuples, deduplicated, bounded, shortest trace kept (one that carries the
     value itself before one where it only chose the text).
 
-    Concrete taints (a real source) are kept before symbolic parameter taints, so a clock is
-    never crowded out by the parameters of a function with many arguments."""
-    seen: dict[tuple, Taint] = {}
-    ordered = [t for group in groups for t in group]
-    ordered = [t for t in ordered if t.param < 0] + [t for t in ordered if t.param >= 0]
-    for t in ordered:
+    Concrete taints (a real source) and symbolic parameter taints are bounded apart: a clock is
+    never crowded out by the parameters of a function with many arguments, nor a parameter by
+    the sources a function reads itself (a summary that loses its parameter loses every caller's
+    flow through it). Past the bound, a shorter trace takes the place of the longest one kept: a
+    clock read next to the prompt is not crowded out by stamps that came a long way."""
+    concrete: dict[tuple, Taint] = {}
+    symbolic: dict[tuple, Taint] = {}
+    for t in (t for group in groups for t in group):
+        seen = symbolic if t.param >= 0 else concrete
         k = t.key()
         old = seen.get(k)
         if old is None:
             if len(seen) < MAX_TAINTS:
                 seen[k] = t
+                continue
+            longest = max(seen, key=lambda key: len(seen[key].steps))
+            if len(seen[longest].steps) > len(t.steps):
+                del seen[longest]
+                seen[k] = t
         elif t.steps is not old.steps and (len(t.steps) < len(old.steps) or chosen(old)) and not chosen(t):
             seen[k] = t  # (the value itself over a choice it made: `now` in the text, not `if now < end`)
-    return tuple(seen.values())
+    return (*concrete.values(), *symbolic.values())
 
 
 def chosen(t: "Taint") -> bool:
