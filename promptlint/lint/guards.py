@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from promptlint.lint.analysis.values import Val
 
 #: Decorators that compute a function's result once (per process, per arguments, per object) and
 #: hand the same value back afterwards: `@functools.lru_cache def system_prompt(): ...`.
@@ -442,3 +446,61 @@ def default_factory(value: ast.AST) -> ast.AST | None:
     """The factory of a class-body default (``field(default_factory=f)``, ``Field(default_factory=f)``):
     it makes the default afresh for each instance."""
     return next((kw.value for kw in value.keywords if kw.arg == "default_factory"), None) if isinstance(value, ast.Call) else None
+
+
+#: Decorators that hand a function to the model as a tool (`@tool`, `@function_tool`, `@kernel_function`).
+_TOOL_DECORATORS = frozenset({"tool", "function_tool", "kernel_function", "ai_function", "llm_tool", "ai_callable"})
+
+
+def tool_written(cls: ast.ClassDef) -> dict[str, tuple[ast.AST, str]]:
+    """Attributes of the object a tool the model calls sets from its arguments: ``def
+    manage_tasks(tasks): self.tasks = tasks`` handed to ``Tool(func=manage_tasks)`` (or a method
+    decorated ``@tool``, or ``self.save_note`` in a tools list). The model calls it mid-conversation,
+    so what the object's prompt builder reads there changes between requests. Attribute ->
+    (the write, the tool's name); read once per class (cached on its node)."""
+    found = cls.__dict__.get("_promptlint_tool_written")
+    if found is not None:
+        return found
+    found = cls._promptlint_tool_written = {}
+    handed = set()  # names of functions passed to a tool maker or in a tools list
+    for n in descendants(cls):
+        if isinstance(n, ast.Call):
+            maker = "tool" in callee_name(n.func).lower()
+            given = [*(n.args if maker else ()), *(k.value for k in n.keywords if maker or k.arg in ("tools", "functions"))]
+            for value in given:
+                for v in value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]:
+                    if isinstance(v, ast.Name) or isinstance(v, ast.Attribute) and getattr(v.value, "id", "") == "self":
+                        handed.add(v.id if isinstance(v, ast.Name) else v.attr)
+    for fn in descendants(cls):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.name.startswith("__") or not (
+                fn.name in handed or decorator_names(fn) & _TOOL_DECORATORS):
+            continue
+        params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)} - {"self", "cls"}
+        for n in descendants(fn):
+            target, value = None, None
+            if isinstance(n, (ast.Assign, ast.AugAssign)):
+                target, value = (n.targets[0] if isinstance(n, ast.Assign) else n.target), n.value
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in GROWERS and n.args:
+                target, value = n.func.value, n.args[-1]
+            if isinstance(target, ast.Attribute) and getattr(target.value, "id", "") == "self" and any(
+                    isinstance(v, ast.Name) and v.id in params for v in ast.walk(value)):
+                found.setdefault(target.attr, (n, fn.name))
+    return found
+
+
+def expiry_check(operands: list[ast.expr], vals: list[Val]) -> bool:
+    """A clock compared with an age (``now - fetched_at >= TTL``) or another point in time
+    (``expires_at < now``, ``Model.updated_at >= cutoff``) decides freshness, not which text goes
+    in; a clock field compared with constants (``now.hour < 12``) chooses the text."""
+    if any(isinstance(o, ast.BinOp) and isinstance(o.op, (ast.Sub, ast.Add)) for o in operands):
+        return True
+    clocked = [any(t.code.startswith("PC1") for t in v.taints) for v in vals]
+    return any(not c and not _constant(o, v) for o, v, c in zip(operands, vals, clocked))
+
+
+def _constant(node: ast.expr, val: Val) -> bool:
+    if val.const is not None or isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(isinstance(e, ast.Constant) for e in node.elts)
+    return isinstance(node, ast.Name) and node.id.isupper()  # a module constant (`MORNING_END`)

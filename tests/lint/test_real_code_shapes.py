@@ -1053,3 +1053,72 @@ def system_prompt(history):
 ''')
     report = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), use_cache=False, jobs=1)
     assert sorted(d.code for d in report.diagnostics) == ["PC101", "PC201"]
+
+
+# ------------------------------------- what a tool the model calls stores on the object
+TOOL_STATE = '''import json
+from openai import OpenAI
+
+
+class Tool:
+    def __init__(self, func, name):
+        self.func, self.name = func, name
+
+
+class Agent:
+    def __init__(self):
+        self.client = OpenAI()
+        self.system_prompt = "You plan and then act."
+        self.tasks = []
+        self.tools = {}
+
+        def %s(tasks):
+            self.tasks = json.loads(tasks)
+            return "Tasks pinned to your system prompt."
+
+        self.tools["manage_tasks"] = %s
+
+    def run(self, history):
+        system = self.system_prompt
+        for t in self.tasks:
+            system += f"\\n- {t}"
+        messages = [{"role": "system", "content": system}, *history]
+        return self.client.chat.completions.create(model="m", messages=messages)
+'''
+
+
+@pytest.mark.parametrize(("name", "registered", "reported"), [
+    ("manage_tasks", 'Tool(func=manage_tasks, name="manage_tasks")', True),
+    ("manage_tasks", "None", False),  # defined, never handed to the model
+])
+def test_what_a_tool_the_model_calls_stores_on_the_object_changes_its_prompt(name, registered, reported):
+    # (blind batch 2026-11-27ax) The model's manage_tasks call rewrites the task list the next
+    # request's system prompt pins: it changes between requests of one conversation.
+    found = [d.code for d in lint_source(TOOL_STATE % (name, registered))]
+    assert found == (["PC401"] if reported else [])
+
+
+LEADING = '''import anthropic
+from datetime import datetime
+
+client = anthropic.Anthropic()
+
+
+def reply(conversation):
+    first = {"role": "%s", "content": f"Context as of {datetime.now()}"}
+    return client.messages.create(model="m", max_tokens=10, messages=[first] + %s)
+'''
+STARRED = LEADING.replace("[first] + %s", "[first, *%s]")
+
+
+@pytest.mark.parametrize(("role", "rest", "reported"), [
+    ("user", "conversation", True),  # ahead of the history: in every request's prefix
+    ("assistant", "conversation", True),
+    ("user", "[]", False),  # a one-message request has no history after it
+])
+def test_a_message_put_ahead_of_the_history_is_in_every_prefix(role, rest, reported):
+    # (blind batch 2026-11-27ar) A coding agent re-reads the file it edits into a user message it
+    # puts before the conversation on every request.
+    assert codes(LEADING % (role, rest)) == (["PC101"] if reported else [])
+    if rest != "[]":
+        assert codes(STARRED % (role, rest)) == (["PC101"] if reported else [])

@@ -495,3 +495,28 @@ def test_a_trace_through_run_state_starts_at_the_source_written_there_cold_and_w
     assert cold == warm and [d.code for d in cold] == ["PC401"]
     assert [(s.line, s.note.split(":")[0]) for s in cold[0].trace[:2]] == [
         (12, "per-turn input"), (13, "written while the conversation runs")]
+
+
+SWARM = '''from swarm import Agent, Result
+
+
+def triage_instructions(context_variables):
+    return f"You route the customer. Their open order: {context_variables.get('order')}."
+
+
+def record_order(context_variables, order: str):
+    context_variables["order"] = order
+    return Result(value="noted", context_variables=context_variables)
+
+
+triage = Agent(name="Triage", instructions=triage_instructions, functions=[record_order])
+'''
+
+
+def test_swarm_instructions_read_context_variables_a_function_writes(tmp_path):
+    # (blind batch 2026-11-27ax) Swarm calls the instructions with the run's context variables
+    # before each model call; a function the model calls rewrites them mid-conversation.
+    found = lint_tree(tmp_path, {"triage.py": SWARM})
+    assert [(d.line, d.code) for d in found] == [(13, "PC401")]
+    fixed = SWARM.replace('    context_variables["order"] = order\n', "")
+    assert lint_tree(tmp_path, {"triage.py": fixed}) == []

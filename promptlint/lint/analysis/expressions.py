@@ -14,7 +14,7 @@ from promptlint.lint.analysis.sinks import last_system, role_of, system_side
 from promptlint.lint.diagnostic import PARAMETER, Fix, TraceStep
 from promptlint.lint.lifetimes import graph_node
 from promptlint.lint.run_state import state_key, state_object
-from promptlint.lint.guards import default_factory, describes, list_name, picks_system, set_test, windowed, written_role
+from promptlint.lint.guards import default_factory, describes, expiry_check, list_name, picks_system, set_test, windowed, written_role
 
 _BUILTINS = frozenset(dir(builtins))
 _TURN_TEXT_ATTRS = {"text", "content", "message", "messages", "query", "input", "prompt", "body", "question"}
@@ -25,6 +25,8 @@ def _is_last(node: ast.AST) -> bool:
         node.slice.op, ast.USub) and isinstance(node.slice.operand, ast.Constant) and node.slice.operand.value == 1
 
 
+#: Lists that hold a conversation's history: what is put ahead of one leads every request.
+_HISTORY_LIST = re.compile(r"(?i)(?:^|_)(?:history|conversation|chat_log|dialog(?:ue)?)s?$")
 _POSITION = re.compile(r"(?:[ijkn]|idx|index|pos|position|offset|num|count|start|end|\w*_(?:idx|index|pos|num))$")
 
 
@@ -389,6 +391,8 @@ class Expressions:
         items = None
         if isinstance(node.op, ast.Add) and left.items is not None:
             items = left.items + (right.items or [])
+            if isinstance(node.left, ast.List) and _HISTORY_LIST.search(list_name(node.right) or ""):
+                self._leading(left.items, node.left.elts)
         # `"..." % x` keeps the template; `PROMPTS_DIR / "agent.yaml"` and `+` keep a file's.
         template = left.template if isinstance(node.op, ast.Mod) else (
             (left.template or right.template) if isinstance(node.op, (ast.Div, ast.Add)) else None)
@@ -399,6 +403,14 @@ class Expressions:
             # `"""...{a}""" + today + """...{b}"""`: one template, its text spread over all the pieces
             self.m.template_ends[key] = max(self.m.template_ends[key], node.end_lineno or node.lineno)
         return Val(merge(left.taints, right.taints), items=items, node=node, template=template)
+
+    def _leading(self, items: list[Val], elts: list[ast.expr]) -> None:
+        """``[{"role": "user", "content": f"You edit {name}:\n{contents}"}] + self.conversation``: a
+        message put ahead of the conversation's history is in the prefix of every request, whatever
+        its role (a system one is checked as such where it is built)."""
+        for item, elt in zip(items, elts):
+            if item.keys is not None and role_of(item.keys.get("role")) in ("user", "assistant") and "content" in item.keys:
+                self.sink_value(item.keys["content"], elt, "value", "leading message (ahead of the conversation's history)")
 
     def eval_BoolOp(self, node: ast.BoolOp) -> Val:
         vals = [self.eval(v) for v in node.values]
@@ -431,7 +443,7 @@ class Expressions:
     def eval_Compare(self, node: ast.Compare) -> Val:
         vals = [self.eval(node.left), *(self.eval(c) for c in node.comparators)]
         taints = merge(*(tuple(t for t in v.taints if t.label == "volatile") for v in vals))
-        if _expiry_check([node.left, *node.comparators], vals):
+        if expiry_check([node.left, *node.comparators], vals):
             taints = tuple(t for t in taints if not t.code.startswith("PC1"))
         return Val(taints, node=node)
 
@@ -471,6 +483,10 @@ class Expressions:
             keys = items[-1].keys
             late = late or int(isinstance(e, ast.Starred) or (keys is not None and "role" in keys and
                                                                role_of(keys.get("role")) not in ("system", "developer")))
+        history = next((i for i, e in enumerate(node.elts) if isinstance(e, ast.Starred)
+                        and _HISTORY_LIST.search(list_name(e.value) or "")), 0)
+        if history and isinstance(node, ast.List):  # `[first, *self.conversation, turn]`
+            self._leading(items[:history], node.elts[:history])
         for elt, item in zip(node.elts, items):  # ("system", text) pairs: LangChain's message tuples, anywhere
             if item.items is not None and len(item.items) == 2 and role_of(item.items[0]) in ("system", "developer"):
                 text = item.items[1]
@@ -575,22 +591,3 @@ class Expressions:
                       f"wrap `{self.m.snippet(node, 30)}` in sorted()", path=self.m.path)
             return taint._replace(fix=fix)
         return taint
-
-
-def _expiry_check(operands: list[ast.expr], vals: list[Val]) -> bool:
-    """A clock compared with an age (``now - fetched_at >= TTL``) or another point in time
-    (``expires_at < now``, ``Model.updated_at >= cutoff``) decides freshness, not which text goes
-    in; a clock field compared with constants (``now.hour < 12``) chooses the text."""
-    if any(isinstance(o, ast.BinOp) and isinstance(o.op, (ast.Sub, ast.Add)) for o in operands):
-        return True
-    clocked = [any(t.code.startswith("PC1") for t in v.taints) for v in vals]
-    return any(not c and not _constant(o, v) for o, v, c in zip(operands, vals, clocked))
-
-
-def _constant(node: ast.expr, val: Val) -> bool:
-    if val.const is not None or isinstance(node, ast.Constant):
-        return True
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return all(isinstance(e, ast.Constant) for e in node.elts)
-    return isinstance(node, ast.Name) and node.id.isupper()  # a module constant (`MORNING_END`)
-

@@ -9,11 +9,11 @@ import re
 from promptlint.lint.analysis import loops
 from promptlint.lint.analysis.function import FunctionAnalysis
 from promptlint.lint.analysis.values import (
-    _DEPTH, MAX_SUMMARY_DEPTH, ClassInfo, FunctionRef, NextTurn, Summary, Taint, Val, _opaque, frozen_ok, holds_template,
+    _DEPTH, MAX_SUMMARY_DEPTH, ClassInfo, FunctionRef, NextTurn, Summary, Taint, Val, _opaque, frozen_ok, holds_template, merge,
 )
 from promptlint.lint.catalog import Catalog
 from promptlint.lint.diagnostic import Diagnostic, TraceStep
-from promptlint.lint.guards import decorator_names, default_factory
+from promptlint.lint.guards import decorator_names, default_factory, tool_written
 from promptlint.lint.literal_search import names_test
 from promptlint.lint.lifetimes import graph_node, streamlit_script
 from promptlint.lint.run_state import writes_state
@@ -428,6 +428,10 @@ class ModuleAnalysis:
         for name in ("__init__", "__post_init__", "setup", "model_post_init"):
             if name in info.methods:
                 self.summary(info.methods[name])
+        for attr, (write, tool) in tool_written(info.node).items():
+            step = self.step(write, f"what the model's `{tool}` tool call stores: `{self.snippet(write, 40)}`")
+            kept = info.attrs.get(attr)
+            info.attrs[attr] = Val(merge(kept.taints if kept else (), (Taint("PC401", "volatile", (step,)),)), node=write)
 
     # ------------------------------------------------------------ diagnostics
     def emit(self, taint: Taint, sink_node: ast.AST, layer: str, code: str | None = None,

@@ -26,6 +26,7 @@ NEWEST = "~history:newest"
 #: what a read under such a key (`self.sessions[session_id]`) gets back.
 ANY_KEY = "[]"
 MAX_TAINTS = 16
+MAX_PARAM_TAINTS = 64  # (two labels for each of a builder's parameters: a late one is not lost)
 MAX_STEPS = 14
 
 
@@ -73,8 +74,8 @@ def merge(*groups) -> tuple[Taint, ...]:
     Concrete taints (a real source) and symbolic parameter taints are bounded apart: a clock is
     never crowded out by the parameters of a function with many arguments, nor a parameter by
     the sources a function reads itself (a summary that loses its parameter loses every caller's
-    flow through it). Past the bound, a shorter trace takes the place of the longest one kept: a
-    clock read next to the prompt is not crowded out by stamps that came a long way."""
+    flow through it). Past the bound of sources, a shorter trace takes the place of the longest
+    one kept: a clock read next to the prompt is not crowded out by stamps that came a long way."""
     concrete: dict[tuple, Taint] = {}
     symbolic: dict[tuple, Taint] = {}
     for t in (t for group in groups for t in group):
@@ -82,13 +83,13 @@ def merge(*groups) -> tuple[Taint, ...]:
         k = t.key()
         old = seen.get(k)
         if old is None:
-            if len(seen) < MAX_TAINTS:
+            if len(seen) < (MAX_PARAM_TAINTS if seen is symbolic else MAX_TAINTS):
                 seen[k] = t
-                continue
-            longest = max(seen, key=lambda key: len(seen[key].steps))
-            if len(seen[longest].steps) > len(t.steps):
-                del seen[longest]
-                seen[k] = t
+            elif seen is concrete:
+                longest = max(seen, key=lambda key: len(seen[key].steps))
+                if len(seen[longest].steps) > len(t.steps):
+                    del seen[longest]
+                    seen[k] = t
         elif t.steps is not old.steps and (len(t.steps) < len(old.steps) or chosen(old)) and not chosen(t):
             seen[k] = t  # (the value itself over a choice it made: `now` in the text, not `if now < end`)
     return (*concrete.values(), *symbolic.values())
@@ -410,5 +411,5 @@ def param_names(node: ast.AST) -> list[str]:
 def _opaque(ref: FunctionRef) -> Summary:
     n = len(parameters(ref.node))
     taints = tuple(Taint("", label, (), param=i) for i in range(n) for label in ("volatile", "unordered"))
-    return Summary(Val(taints[: MAX_TAINTS]))
+    return Summary(Val(taints[: MAX_PARAM_TAINTS]))
 
