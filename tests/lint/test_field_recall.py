@@ -917,3 +917,28 @@ def reply(chat_id, history):
                                              ("personas", False), ("settings", False)])
 def test_rows_read_from_a_memory_table_are_per_turn(table, reported):
     assert found(SUMMARY.replace("TABLE", table)) == ([(16, "PC401")] if reported else [])
+
+
+ORM = '''from openai import OpenAI
+from sqlalchemy import select
+
+from db import MODEL
+
+client = OpenAI()
+
+
+def reply(session, history):
+    rows = READ
+    messages = [{"role": "system", "content": f"Known so far: {rows}"}, *history]
+    return client.chat.completions.create(model="m", messages=messages)
+'''
+
+
+@pytest.mark.parametrize("model, reported", [("MessageSummary", True), ("Fact", True), ("UserMemory", True),
+                                             ("Persona", False), ("Setting", False)])
+@pytest.mark.parametrize("read", ["session.query(MODEL).all()", "session.execute(select(MODEL)).scalars().all()"])
+def test_rows_an_orm_query_reads_from_a_memory_model_are_per_turn(model, reported, read):
+    # (blind batch 2026-11-27aw) SQLAlchemy models named for summaries and facts the conversation
+    # keeps rewriting, read back before each turn: the same `tables` patterns, by the model's name.
+    source = ORM.replace("READ", read).replace("MODEL", model)
+    assert found(source) == ([(11, "PC401")] if reported else [])

@@ -124,6 +124,19 @@ def table_read(m, node: ast.Call, query: str) -> tuple[Taint, ...]:
     return ()
 
 
+def model_read(m, node: ast.Call) -> tuple[Taint, ...]:
+    """Rows an ORM query reads from a model named for what earlier turns wrote (SQLAlchemy's
+    ``session.query(MessageSummary).all()``, ``select(Fact)``): the model's table is its name in
+    snake case, singular or plural, matched against the same ``tables`` patterns."""
+    for a in node.args:
+        if isinstance(a, ast.Name) and a.id[:1].isupper() and not a.id.isupper():
+            table = re.sub(r"(?<!^)(?=[A-Z])", "_", a.id).lower()
+            for name in (table, table + "s"):
+                for spec in m.catalog.source_tables.match(name):
+                    return (Taint(spec.code, spec.label, (m.step(node, f"{spec.note}: rows of `{a.id}`"),)),)
+    return ()
+
+
 def bind(signature: ast.arguments, params: list[str], offset: int, args: list[Val], kwargs: dict[str, Val]) -> dict[int, Val]:
     """A call's arguments by the index of the parameter that receives them (``values.parameters``
     order; ``offset`` 1 for a bound method's ``self``). Positionals beyond the named ones go to

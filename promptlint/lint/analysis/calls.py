@@ -79,6 +79,8 @@ class Calls:
         callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
         if callee == "create_stuff_documents_chain":
             stuffed(self, node, args, kwargs)
+        if origin in ("sqlalchemy.select", "sqlmodel.select") and (read := arguments.model_read(self.m, node)):
+            return Val(read, node=node)  # `session.execute(select(Fact))`: the statement's rows
         if callee in _TEMPLATE_METHODS:  # `.format(history=chat_history)`: the conversation rendered whole
             for kw in node.keywords:
                 if kw.arg in kwargs and (grown := self.conversation_rendered(kw.value) or self.conversation_rendered(kw.value, kw.arg)):
@@ -229,6 +231,8 @@ class Calls:
             arg_taints = merge(*(a.taints for a in args[1:]), *(v.taints for v in kwargs.values()))
             if isinstance(args[0].const, str):  # `event.get("persona")` of a parameter: the caller's field there
                 recv_taints = read_at(recv_taints, (args[0].const,))
+        elif method == "query" and (read := arguments.model_read(self.m, node)):  # `session.query(Fact).all()`
+            arg_taints = read
         elif arguments.sql_query(method, args):  # `conn.execute("SELECT ... WHERE expires_at > ?", (now,))`: they select
             # the rows (a clock is a cut-off, an id a key); rows matched to this turn's words are this turn's matches.
             arg_taints = merge(args[0].taints, tuple(t._replace(code=MATCHED) if t.param >= 0 else t for a in args[1:]
