@@ -452,6 +452,33 @@ def default_factory(value: ast.AST) -> ast.AST | None:
 _TOOL_DECORATORS = frozenset({"tool", "function_tool", "kernel_function", "ai_function", "llm_tool", "ai_callable"})
 
 
+def tool_functions(scope: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The functions of a class or module that the model calls as tools: handed to a tool maker
+    (``Tool(func=f)``, ``StructuredTool.from_function(f)``) or in a ``tools=``/``functions=`` list,
+    decorated ``@tool``, or named by a tool definition (``{"name": "write_file", ...}``, dispatched
+    by that name). Cached on the node."""
+    found = scope.__dict__.get("_promptlint_tool_functions")
+    if found is not None:
+        return found
+    handed = set()  # names of functions passed to a tool maker, in a tools list, or a tool's name
+    for n in descendants(scope):
+        if isinstance(n, ast.Call):
+            maker = "tool" in callee_name(n.func).lower()
+            given = [*(n.args if maker else ()), *(k.value for k in n.keywords if maker or k.arg in ("tools", "functions"))]
+            for value in given:
+                for v in value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]:
+                    if isinstance(v, ast.Name) or isinstance(v, ast.Attribute) and getattr(v.value, "id", "") == "self":
+                        handed.add(v.id if isinstance(v, ast.Name) else v.attr)
+        elif isinstance(n, ast.Dict) and any(isinstance(k, ast.Constant) and k.value in ("parameters", "input_schema")
+                                             for k in n.keys):
+            handed.update(v.value for k, v in zip(n.keys, n.values) if isinstance(k, ast.Constant) and k.value == "name"
+                          and isinstance(v, ast.Constant) and isinstance(v.value, str))
+    found = scope._promptlint_tool_functions = [
+        fn for fn in descendants(scope) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and not fn.name.startswith("__") and (fn.name in handed or decorator_names(fn) & _TOOL_DECORATORS)]
+    return found
+
+
 def tool_written(cls: ast.ClassDef) -> dict[str, tuple[ast.AST, str]]:
     """Attributes of the object a tool the model calls sets from its arguments: ``def
     manage_tasks(tasks): self.tasks = tasks`` handed to ``Tool(func=manage_tasks)`` (or a method
@@ -462,19 +489,7 @@ def tool_written(cls: ast.ClassDef) -> dict[str, tuple[ast.AST, str]]:
     if found is not None:
         return found
     found = cls._promptlint_tool_written = {}
-    handed = set()  # names of functions passed to a tool maker or in a tools list
-    for n in descendants(cls):
-        if isinstance(n, ast.Call):
-            maker = "tool" in callee_name(n.func).lower()
-            given = [*(n.args if maker else ()), *(k.value for k in n.keywords if maker or k.arg in ("tools", "functions"))]
-            for value in given:
-                for v in value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]:
-                    if isinstance(v, ast.Name) or isinstance(v, ast.Attribute) and getattr(v.value, "id", "") == "self":
-                        handed.add(v.id if isinstance(v, ast.Name) else v.attr)
-    for fn in descendants(cls):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.name.startswith("__") or not (
-                fn.name in handed or decorator_names(fn) & _TOOL_DECORATORS):
-            continue
+    for fn in tool_functions(cls):
         params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)} - {"self", "cls"}
         for n in descendants(fn):
             target, value = None, None

@@ -13,7 +13,9 @@ from promptlint.lint.catalog import rules_dir
 from promptlint.lint.diagnostic import Settings
 from promptlint.lint.discover import collect_files
 from promptlint.lint.engine import lint_paths, lint_source
-from tests.lint.opt_in import ORDERING
+from tests.lint.opt_in import ORDERING, opt_in
+
+LIVE = opt_in("live")
 
 
 def codes(source: str, settings: Settings | None = None) -> list[str]:
@@ -900,6 +902,7 @@ EDITED_FILE = '''from pathlib import Path
 import anthropic
 
 NOTES = Path("notes.md")
+TOOLS = [{"name": "write_file", "description": "Rewrite the file.", "input_schema": {"type": "object"}}]
 
 
 class Editor:
@@ -912,30 +915,33 @@ class Editor:
         with open(self.filename, "r", encoding="utf-8") as f:
             return f.read()
 
-    def write_file(self, content):
+    def %s(self, content):
 %s
 
     def ask(self, text):
         self.history.append({"role": "user", "content": text})
         system = f"You edit {self.filename}. It holds:\\n{self.contents()}\\nNotes: {NOTES.read_text()}"
-        return self.client.messages.create(model="m", max_tokens=10, system=system, messages=self.history)
+        return self.client.messages.create(model="m", max_tokens=10, system=system, tools=TOOLS,
+                                           messages=self.history)
 '''
 
 
-@pytest.mark.parametrize(("write", "reported"), [
-    ('        with open(self.filename, "w", encoding="utf-8") as f:\n            f.write(content)', True),
-    ('        NOTES.write_text(content)', True),
-    ('        Path("other.md").write_text(content)', False),
-    ('        with open(self.filename, encoding="utf-8") as f:\n            return f.read() + content', False),
+@pytest.mark.parametrize(("method", "write", "reported"), [
+    ("write_file", '        with open(self.filename, "w", encoding="utf-8") as f:\n            f.write(content)', True),
+    ("write_file", '        NOTES.write_text(content)', True),
+    ("write_file", '        Path("other.md").write_text(content)', False),
+    ("write_file", '        with open(self.filename, encoding="utf-8") as f:\n            return f.read() + content', False),
+    # written when a session ends or a setting is saved: between conversations, not within one
+    ("save_on_exit", '        NOTES.write_text(content)', False),
 ])
-def test_a_file_the_program_rewrites_is_read_back_per_turn(write, reported):
+def test_a_file_a_tool_the_model_calls_rewrites_is_read_back_per_turn(method, write, reported):
     # (blind batch 2026-11-27ar) An agent's write_file tool rewrites the file whose contents the
     # next request's prompt shows; a file nothing here writes is fixed content.
-    assert codes(EDITED_FILE % write) == (["PC401"] if reported else [])
+    assert codes(EDITED_FILE % (method, write)) == (["PC401"] if reported else [])
 
 
 def test_a_file_written_once_when_the_object_is_made_is_not_rewritten():
-    source = (EDITED_FILE % "        pass").replace(
+    source = (EDITED_FILE % ("write_file", "        pass")).replace(
         "self.filename = filename\n", "self.filename = filename\n        NOTES.write_text('')\n")
     assert codes(source) == []
 
@@ -1035,8 +1041,10 @@ class Assistant:
     "    return requests.get(URL, timeout=10).json()",
     "    with httpx.Client() as http:\n        return http.get(URL).json()",
 ])
-def test_what_a_server_sends_back_to_a_get_on_each_turn_is_per_turn(fetch):
+def test_what_a_server_sends_back_to_a_get_on_each_turn_is_per_turn_when_opted_in(fetch):
     # (blind batch 2026-11-27av) A home's entity states fetched over HTTP for each command and
-    # rendered into the system prompt; what the object fetched once in `__init__` is fixed.
-    assert codes(LIVE_STATES % (fetch, "fetch_states()")) == ["PC401"]
-    assert codes(LIVE_STATES % (fetch, "len(history)")) == []
+    # rendered into the system prompt; what the object fetched once in `__init__` is fixed. Opt-in
+    # (`optional:live`): on the field corpus 4 of 15 such findings were true.
+    assert codes(LIVE_STATES % (fetch, "fetch_states()"), LIVE) == ["PC401"]
+    assert codes(LIVE_STATES % (fetch, "len(history)"), LIVE) == []
+    assert codes(LIVE_STATES % (fetch, "fetch_states()")) == []

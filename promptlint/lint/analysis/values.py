@@ -25,8 +25,7 @@ NEWEST = "~history:newest"
 #: The field of a mapping filled under a key computed at run time (`self.sessions[session_id] = chain`):
 #: what a read under such a key (`self.sessions[session_id]`) gets back.
 ANY_KEY = "[]"
-MAX_TAINTS = 16
-MAX_PARAM_TAINTS = 64  # (two labels for each of a builder's parameters: a late one is not lost)
+MAX_TAINTS = 16  # sources a value keeps, and apart from them, parameters (their cost grows fast with it)
 MAX_STEPS = 14
 
 
@@ -75,7 +74,8 @@ def merge(*groups) -> tuple[Taint, ...]:
     never crowded out by the parameters of a function with many arguments, nor a parameter by
     the sources a function reads itself (a summary that loses its parameter loses every caller's
     flow through it). Past the bound of sources, a shorter trace takes the place of the longest
-    one kept: a clock read next to the prompt is not crowded out by stamps that came a long way."""
+    one kept: a clock read next to the prompt is not crowded out by stamps that came a long way.
+    Parameters keep the first ones met (a short trace says nothing of a parameter's worth)."""
     concrete: dict[tuple, Taint] = {}
     symbolic: dict[tuple, Taint] = {}
     for t in (t for group in groups for t in group):
@@ -83,7 +83,7 @@ def merge(*groups) -> tuple[Taint, ...]:
         k = t.key()
         old = seen.get(k)
         if old is None:
-            if len(seen) < (MAX_PARAM_TAINTS if seen is symbolic else MAX_TAINTS):
+            if len(seen) < MAX_TAINTS:
                 seen[k] = t
             elif seen is concrete:
                 longest = max(seen, key=lambda key: len(seen[key].steps))
@@ -411,5 +411,5 @@ def param_names(node: ast.AST) -> list[str]:
 def _opaque(ref: FunctionRef) -> Summary:
     n = len(parameters(ref.node))
     taints = tuple(Taint("", label, (), param=i) for i in range(n) for label in ("volatile", "unordered"))
-    return Summary(Val(taints[: MAX_PARAM_TAINTS]))
+    return Summary(Val(taints[: MAX_TAINTS]))
 
