@@ -150,7 +150,7 @@ def test_an_unknown_optional_entry_is_a_config_error_listing_the_bundled_ones(tm
         load_settings([str(tmp_path)])
     message = str(raised.value)
     assert "'optional:orderings' is not a bundled opt-in file" in message
-    assert "optional:environment, optional:host, optional:ordering" in message
+    assert "optional:environment, optional:host, optional:live, optional:ordering" in message
 
 
 def test_orderings_are_sources_only_when_opted_in(tmp_path):
