@@ -109,9 +109,10 @@ def first_pass(node: ast.If) -> int:
     return found
 
 
-def _on_node(node: ast.AST, name: str, key, compute):
+def cached_on(node: ast.AST, name: str, key, compute):
     """``compute()`` cached on ``node`` under ``name`` for ``key``: a test is read on each pass of
-    its loop and each summary of its function, its syntax the same every time."""
+    its loop and each summary of its function, a class or module for each of its reads, and its
+    syntax is the same every time."""
     cache = node.__dict__.setdefault(name, {})
     if key not in cache:
         cache[key] = compute()
@@ -121,7 +122,7 @@ def _on_node(node: ast.AST, name: str, key, compute):
 def first_of_loop(node: ast.If, loop: ast.AST | None) -> bool:
     """``if messages is None: messages = build(...)`` in ``loop``, where the loop binds the name
     nowhere else: the branch runs on the loop's first pass only (a conversation's first turn)."""
-    return _on_node(node, "_promptlint_first_of_loop", id(loop), lambda: _first_of_loop(node, loop))
+    return cached_on(node, "_promptlint_first_of_loop", id(loop), lambda: _first_of_loop(node, loop))
 
 
 def _first_of_loop(node: ast.If, loop: ast.AST | None) -> bool:
@@ -163,7 +164,7 @@ def heads_given_conversation(node: ast.If, params: list[str]) -> bool:
     messages): messages.insert(0, system)``: a system message put at the head of the conversation
     a caller passed in, only while it has none. The caller sends the same list back on the next
     turn, system message included: what the branch builds is made once per conversation."""
-    return _on_node(node, "_promptlint_heads", tuple(params), lambda: _heads_given_conversation(node, params))
+    return cached_on(node, "_promptlint_heads", tuple(params), lambda: _heads_given_conversation(node, params))
 
 
 def _heads_given_conversation(node: ast.If, params: list[str]) -> bool:
@@ -367,7 +368,7 @@ _PLAIN_TESTS = frozenset({"len", "isinstance", "bool", "str", "int", "hasattr", 
 def selects(test: ast.AST) -> bool:
     """A test that picks by what a text says (`key in message`, `keyword_check(message, ...)`,
     `pattern.search(message)`), not one that only checks it is there (`message != ""`, `len(...)`)."""
-    return _on_node(test, "_promptlint_selects", None, lambda: any(isinstance(n, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in n.ops)
+    return cached_on(test, "_promptlint_selects", None, lambda: any(isinstance(n, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in n.ops)
                or isinstance(n, ast.Call) and callee_name(n.func) not in _PLAIN_TESTS for n in ast.walk(test)))
 
 
@@ -457,9 +458,10 @@ def tool_functions(scope: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDe
     (``Tool(func=f)``, ``StructuredTool.from_function(f)``) or in a ``tools=``/``functions=`` list,
     decorated ``@tool``, or named by a tool definition (``{"name": "write_file", ...}``, dispatched
     by that name). Cached on the node."""
-    found = scope.__dict__.get("_promptlint_tool_functions")
-    if found is not None:
-        return found
+    return cached_on(scope, "_promptlint_tool_functions", None, lambda: _tool_functions(scope))
+
+
+def _tool_functions(scope: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     handed = set()  # names of functions passed to a tool maker, in a tools list, or a tool's name
     for n in descendants(scope):
         if isinstance(n, ast.Call):
@@ -473,10 +475,8 @@ def tool_functions(scope: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDe
                                              for k in n.keys):
             handed.update(v.value for k, v in zip(n.keys, n.values) if isinstance(k, ast.Constant) and k.value == "name"
                           and isinstance(v, ast.Constant) and isinstance(v.value, str))
-    found = scope._promptlint_tool_functions = [
-        fn for fn in descendants(scope) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and not fn.name.startswith("__") and (fn.name in handed or decorator_names(fn) & _TOOL_DECORATORS)]
-    return found
+    return [fn for fn in descendants(scope) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and not fn.name.startswith("__") and (fn.name in handed or decorator_names(fn) & _TOOL_DECORATORS)]
 
 
 def tool_written(cls: ast.ClassDef) -> dict[str, tuple[ast.AST, str]]:
@@ -485,10 +485,11 @@ def tool_written(cls: ast.ClassDef) -> dict[str, tuple[ast.AST, str]]:
     decorated ``@tool``, or ``self.save_note`` in a tools list). The model calls it mid-conversation,
     so what the object's prompt builder reads there changes between requests. Attribute ->
     (the write, the tool's name); read once per class (cached on its node)."""
-    found = cls.__dict__.get("_promptlint_tool_written")
-    if found is not None:
-        return found
-    found = cls._promptlint_tool_written = {}
+    return cached_on(cls, "_promptlint_tool_written", None, lambda: _tool_written(cls))
+
+
+def _tool_written(cls: ast.ClassDef) -> dict[str, tuple[ast.AST, str]]:
+    found: dict[str, tuple[ast.AST, str]] = {}
     for fn in tool_functions(cls):
         params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)} - {"self", "cls"}
         for n in descendants(fn):

@@ -10,18 +10,18 @@ from __future__ import annotations
 import ast
 
 from promptlint.lint.analysis.values import LOCATED, LOCATORS, Taint, Val, merge
-from promptlint.lint.guards import tool_functions
+from promptlint.lint.guards import cached_on, descendants, tool_functions
 
 #: Calls that read a file's content, by qualified name and by method name.
-CONTENT_READERS = {"builtins.open", "io.open", "codecs.open", "json.load", "yaml.safe_load", "yaml.load",
+_CONTENT_READERS = {"builtins.open", "io.open", "codecs.open", "json.load", "yaml.safe_load", "yaml.load",
                    "tomllib.load", "tomli.load"}
-CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
+_CONTENT_METHODS = {"read_text", "read_bytes", "read", "readlines", "open"}
 _WRITE_METHODS = {"write_text", "write_bytes"}
 _OPENER_MODULES = {"io", "codecs", "aiofiles"}
 
 
 def reads_content(origin: str | None, node: ast.Call) -> bool:
-    return origin in CONTENT_READERS or (isinstance(node.func, ast.Attribute) and node.func.attr in CONTENT_METHODS)
+    return origin in _CONTENT_READERS or (isinstance(node.func, ast.Attribute) and node.func.attr in _CONTENT_METHODS)
 
 
 def read(fa, node: ast.Call, origin: str | None, func: Val, args: list[Val], kwargs: dict[str, Val]) -> Val:
@@ -85,18 +85,20 @@ def _rewritten(m) -> dict[str, int]:
     with the line of the first write. A file written when a session ends or a setting is saved
     changes between conversations, not within one (on the field corpus, 2 of 8 findings from
     writes anywhere were true; both writes were the model's own)."""
-    found = getattr(m, "_rewritten_files", None)
-    if found is None:
-        found = m._rewritten_files = {}
-        for fn in tool_functions(m.tree):
-            for n in ast.walk(fn):
-                if not isinstance(n, ast.Call):
-                    continue
-                key = None
-                if isinstance(n.func, ast.Attribute) and n.func.attr in _WRITE_METHODS:
-                    key = _path_key(n.func.value)
-                elif (opened := _opened(n)) and _writes_mode(n, opened[1]):
-                    key = _path_key(opened[0])
-                if key is not None:
-                    found.setdefault(key, n.lineno)
+    return cached_on(m.tree, "_promptlint_rewritten_files", None, lambda: _written_by_tools(m.tree))
+
+
+def _written_by_tools(tree: ast.Module) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for fn in tool_functions(tree):
+        for n in descendants(fn):
+            if not isinstance(n, ast.Call):
+                continue
+            key = None
+            if isinstance(n.func, ast.Attribute) and n.func.attr in _WRITE_METHODS:
+                key = _path_key(n.func.value)
+            elif (opened := _opened(n)) and _writes_mode(n, opened[1]):
+                key = _path_key(opened[0])
+            if key is not None:
+                found.setdefault(key, n.lineno)
     return found
